@@ -1,0 +1,5 @@
+import sys
+
+from jaxplace.cli.main import main
+
+sys.exit(main())

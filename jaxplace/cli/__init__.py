@@ -1,0 +1,1 @@
+"""The `jaxplace` command-line tool: one module per subcommand."""

@@ -1,0 +1,56 @@
+"""Entry point of the `jaxplace` command.
+
+Each subcommand lives in its own module `jaxplace.cli.cmd_<name>` exposing
+`add_parser(subparsers)` (registering itself, with `set_defaults(run=...)`); a
+module that is not there yet is simply not offered. Bad input raises JaxplaceError,
+printed here on one line with exit code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from jaxplace.errors import JaxplaceError
+
+COMMANDS = ("info", "generate", "partition", "certify", "import", "bench")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from jaxplace import __version__
+
+    p = argparse.ArgumentParser(
+        prog="jaxplace",
+        description="Partition computation graphs into pipeline stages and certify them.")
+    p.add_argument("--version", action="version", version=f"jaxplace {__version__}")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMANDS:
+        try:
+            mod = importlib.import_module(f"jaxplace.cli.cmd_{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"jaxplace.cli.cmd_{name}":
+                raise
+            continue
+        mod.add_parser(sub)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "run", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.run(args) or 0)
+    except JaxplaceError as exc:
+        print(f"jaxplace: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("jaxplace: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

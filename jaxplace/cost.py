@@ -1,0 +1,140 @@
+"""Block costs of a given partition, the acyclic-quotient check, and the simple bound.
+
+f(S) = io_in(S) + work(S) + overflow(S) + io_out(S)  (../shared/docs/mtpp.md section 1),
+each tensor paid at most once leaving S and at most once entering S.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from jaxplace.errors import JaxplaceError
+from jaxplace.problem import Problem
+
+
+@dataclass(frozen=True, eq=False)
+class PartitionCost:
+    """Per-block costs of a partition. Arrays are (k,) float64, indexed by block."""
+
+    assignment: np.ndarray  # (n,) int64 block of every node
+    work: np.ndarray  # (k,) sum of work
+    param: np.ndarray  # (k,) sum of size_param
+    io_in: np.ndarray  # (k,) incoming tensor sizes / B
+    io_out: np.ndarray  # (k,) outgoing tensor sizes / B
+    overflow: np.ndarray  # (k,) max(0, param - M) / B
+    total: np.ndarray  # (k,) f(block); +inf where param exceeds the capacity
+    block_order: np.ndarray  # (k,) blocks in a topological order of the quotient
+
+    @property
+    def bottleneck(self) -> float:
+        """max over blocks of f(block): the pipeline's time per sample."""
+        return float(self.total.max())
+
+    @property
+    def feasible(self) -> bool:
+        return bool(np.isfinite(self.bottleneck))
+
+    @property
+    def num_blocks(self) -> int:
+        """Blocks holding at least one node."""
+        return int(len(np.unique(self.assignment)))
+
+
+def check_assignment(problem: Problem, assignment) -> np.ndarray:
+    """Validate a block index per node; returns it as (n,) int64."""
+    n, k = problem.n, problem.k
+    a = np.asarray(assignment)
+    if a.shape != (n,):
+        raise JaxplaceError(f"has shape {a.shape}, expected ({n},)", field="assignment")
+    if a.dtype.kind == "f":
+        if not np.all(np.isfinite(a)) or np.any(a != np.round(a)):
+            raise JaxplaceError("must hold integer block indices", field="assignment")
+    elif a.dtype.kind not in "iu":
+        raise JaxplaceError(f"must hold integer block indices, got {a.dtype}",
+                            field="assignment")
+    a = a.astype(np.int64)
+    bad = np.flatnonzero((a < 0) | (a >= k))
+    if len(bad):
+        i = int(bad[0])
+        raise JaxplaceError(
+            f"node {problem.graph.label(i)} is in block {a[i]}, outside 0..{k - 1}",
+            field="assignment")
+    return a
+
+
+def quotient_order(problem: Problem, a: np.ndarray) -> np.ndarray:
+    """A topological order of the blocks; raises naming an edge on a quotient cycle."""
+    g, k = problem.graph, problem.k
+    bu, bv = a[g.edges[:, 0]], a[g.edges[:, 1]]
+    cross = bu != bv
+    qe = np.unique(np.stack([bu[cross], bv[cross]], axis=1), axis=0)
+    indeg = np.bincount(qe[:, 1], minlength=k) if len(qe) else np.zeros(k, dtype=np.int64)
+    succ = [[] for _ in range(k)]
+    for x, y in qe:
+        succ[x].append(int(y))
+    ready = [b for b in range(k) if indeg[b] == 0]
+    order = []
+    while ready:
+        b = ready.pop(0)
+        order.append(b)
+        for c in succ[b]:
+            indeg[c] -= 1
+            if indeg[c] == 0:
+                ready.append(c)
+    if len(order) < k:
+        # Leftover blocks all have a leftover predecessor: walking back finds a cycle.
+        left = np.ones(k, dtype=bool)
+        left[order] = False
+        pred = {}
+        for x, y in qe:
+            if left[x] and left[y]:
+                pred.setdefault(int(y), int(x))
+        y, seen = int(np.flatnonzero(left)[0]), set()
+        while y not in seen:
+            seen.add(y)
+            y = pred[y]
+        x = pred[y]
+        u, v = g.edges[np.flatnonzero(cross & (bu == x) & (bv == y))[0]]
+        raise JaxplaceError(
+            f"blocks form a cycle: edge {g.label(int(u))} -> {g.label(int(v))} goes from "
+            f"block {x} to block {y}, and block {y} reaches block {x}", field="assignment")
+    return np.asarray(order, dtype=np.int64)
+
+
+def evaluate_partition(problem: Problem, assignment) -> PartitionCost:
+    """Per-block costs and the bottleneck of `assignment` (a block index per node).
+
+    Raises JaxplaceError when the assignment is malformed or its quotient graph has a
+    cycle (naming an offending edge). Block indices need not be in topological order.
+    """
+    g, k, B = problem.graph, problem.k, problem.bandwidth
+    a = check_assignment(problem, assignment)
+    block_order = quotient_order(problem, a)
+    work = np.bincount(a, weights=g.work, minlength=k)
+    param = np.bincount(a, weights=g.size_param, minlength=k)
+    io_in = np.zeros(k)
+    io_out = np.zeros(k)
+    if g.num_tensors:
+        t_of = np.repeat(np.arange(g.num_tensors), np.diff(g.tensor_ptr))
+        pairs = np.unique(np.stack([t_of, a[g.tensor_consumers]], axis=1), axis=0)
+        t, b = pairs[:, 0], pairs[:, 1]
+        prod_block = a[g.tensor_producer[t]]
+        away = b != prod_block
+        np.add.at(io_in, b[away], g.tensor_size[t[away]] / B)
+        leaving = np.unique(t[away])
+        np.add.at(io_out, a[g.tensor_producer[leaving]], g.tensor_size[leaving] / B)
+    overflow = np.zeros(k)
+    if problem.memory is not None:
+        overflow = np.maximum(0.0, param - problem.memory) / B
+    total = io_in + work + overflow + io_out
+    if problem.capacity is not None:
+        total = np.where(param > problem.capacity, np.inf, total)
+    return PartitionCost(a, work, param, io_in, io_out, overflow, total, block_order)
+
+
+def simple_lower_bound(problem: Problem) -> float:
+    """L = max(max_v work(v), sum_v work(v) / k) <= OPT (communication ignored)."""
+    w = problem.graph.work
+    return float(max(w.max(), w.sum() / problem.k))
