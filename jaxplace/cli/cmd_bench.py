@@ -1,0 +1,23 @@
+"""`jaxplace bench NAME ...`: the benchmarks of jaxplace.bench."""
+
+from __future__ import annotations
+
+import importlib
+
+from jaxplace.bench import BENCHES
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("bench", help="run a benchmark and print its figures")
+    bsub = p.add_subparsers(dest="bench", metavar="NAME")
+    for name in BENCHES:
+        try:
+            mod = importlib.import_module(f"jaxplace.bench.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"jaxplace.bench.{name}":
+                raise
+            continue
+        bp = bsub.add_parser(name, help=mod.HELP, description=mod.HELP)
+        mod.add_arguments(bp)
+        bp.set_defaults(run=mod.run)
+    p.set_defaults(run=lambda args: p.print_help() or 2)
