@@ -7,6 +7,7 @@
 
 from jaxplace.cost import PartitionCost, evaluate_partition, simple_lower_bound
 from jaxplace.errors import JaxplaceError
+from jaxplace.formats import load_graph, load_problem, save_result
 from jaxplace.graph import CompGraph
 from jaxplace.problem import Problem
 from jaxplace.reference import Partition, decode_reference, evaluate_reference, kahn, slice_order
@@ -23,6 +24,9 @@ __all__ = [
     "evaluate_partition",
     "evaluate_reference",
     "kahn",
+    "load_graph",
+    "load_problem",
+    "save_result",
     "simple_lower_bound",
     "slice_order",
 ]

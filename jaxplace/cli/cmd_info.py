@@ -1,0 +1,62 @@
+"""`jaxplace info FILE`: sizes, totals, op types, heaviest ops and the lower bound."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+
+from jaxplace.cli._common import add_input_args, load_input
+from jaxplace.cost import simple_lower_bound
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("info", help="describe a graph: sizes, totals, lower bound")
+    add_input_args(p)
+    p.add_argument("--top", type=int, default=5, help="how many heaviest ops to list")
+    p.set_defaults(run=run)
+
+
+def critical_path(graph) -> float:
+    """Largest total work along a path (a latency floor, not a throughput bound)."""
+    best = graph.work.copy()
+    for v in graph.topo_order:
+        preds = graph.predecessors(v)
+        if len(preds):
+            best[v] = graph.work[v] + best[preds].max()
+    return float(best.max())
+
+
+def run(args) -> int:
+    problem, source = load_input(args, default_k=8)
+    g = problem.graph
+    lines = [
+        f"graph       {source} ({g.meta.get('format', 'node-link')})",
+        f"nodes       {g.num_nodes}",
+        f"edges       {g.num_edges}",
+        f"tensors     {g.num_tensors}",
+        f"work        total {g.work.sum():.6g}, max {g.work.max():.6g} "
+        f"(node {g.label(int(g.work.argmax()))})",
+        f"params      total {g.size_param.sum():.6g}, max {g.size_param.max():.6g}",
+        f"tensor size total {g.tensor_size.sum():.6g}",
+        f"critical path work {critical_path(g):.6g}",
+        f"k           {problem.k}" + ("" if args.k else " (from file or default)"),
+        f"bandwidth   {problem.bandwidth:g}",
+    ]
+    if problem.memory is not None:
+        lines.append(f"memory M    {problem.memory:g}")
+    if problem.capacity is not None:
+        lines.append(f"capacity    {problem.capacity:g}")
+    lines.append(f"lower bound {simple_lower_bound(problem):.6g} (simple: max(max work, "
+                 f"total work / k))")
+    for key in sorted(g.node_attrs):
+        a = g.node_attrs[key]
+        if a.dtype == bool:
+            lines.append(f"{key:<11} {int(a.sum())} of {g.num_nodes} true")
+    if g.op_types is not None:
+        hist = Counter(g.op_types).most_common(10)
+        lines.append("op types    " + ", ".join(f"{t} {c}" for t, c in hist))
+    top = np.argsort(-g.work, kind="stable")[: args.top]
+    lines.append("heaviest    " + ", ".join(f"{g.label(int(v))} {g.work[v]:.4g}" for v in top))
+    print("\n".join(lines))
+    return 0

@@ -1,0 +1,100 @@
+"""The JSON format of msr-fiddle/dnn-partitioning (Tarnawski et al., NeurIPS 2020).
+
+Mapping (../shared/docs/mtpp.md section 5): `fpgaLatency` -> work, `size` ->
+size_param, the producer's edge `cost` -> size_out (bandwidth 1), `maxFPGAs` -> k,
+`maxSizePerFPGA` -> hard capacity. `cpuLatency`, `supportedOnFpga`, `colorClass`
+(-1 when absent), `isBackwardNode` are kept in `node_attrs` as `cpu_latency`,
+`supported_on_accel`, `color_class`, `is_backward`; `maxCPUs` and friends in `meta`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from jaxplace.errors import JaxplaceError
+from jaxplace.graph import CompGraph
+
+_GRAPH_FIELDS = ("maxSizePerFPGA", "maxFPGAs", "maxCPUs")
+
+
+def is_neurips(data: Any) -> bool:
+    if not isinstance(data, dict):
+        return False
+    if any(f in data for f in _GRAPH_FIELDS):
+        return True
+    nodes = data.get("nodes")
+    return bool(nodes) and isinstance(nodes[0], dict) and "fpgaLatency" in nodes[0]
+
+
+def _number(d, field, source, where, default=None):
+    if field not in d:
+        if default is None:
+            raise JaxplaceError(f"missing field '{field}'", source=source, field=where)
+        return default
+    x = d[field]
+    if isinstance(x, bool):
+        return float(x)
+    if not isinstance(x, int | float):
+        raise JaxplaceError(f"'{field}' is {x!r}, expected a number", source=source,
+                            field=where)
+    return float(x)
+
+
+def read_neurips(data: dict, source: str) -> CompGraph:
+    nodes, edges = data.get("nodes"), data.get("edges")
+    if not isinstance(nodes, list):
+        raise JaxplaceError("missing list 'nodes'", source=source, field="nodes")
+    if not isinstance(edges, list):
+        raise JaxplaceError("missing list 'edges'", source=source, field="edges")
+    n = len(nodes)
+    ids, index = [], {}
+    work, param = np.zeros(n), np.zeros(n)
+    cpu, supported = np.zeros(n), np.ones(n, dtype=bool)
+    color, backward = np.full(n, -1, dtype=np.int64), np.zeros(n, dtype=bool)
+    names = []
+    for i, d in enumerate(nodes):
+        where = f"nodes[{i}]"
+        if not isinstance(d, dict) or "id" not in d:
+            raise JaxplaceError("missing field 'id'", source=source, field=where)
+        if d["id"] in index:
+            raise JaxplaceError(f"duplicate node id {d['id']!r}", source=source, field=where)
+        index[d["id"]] = i
+        ids.append(d["id"])
+        where = f"nodes[{i}] (id {d['id']!r})"
+        work[i] = _number(d, "fpgaLatency", source, where)
+        param[i] = _number(d, "size", source, where, 0.0)
+        cpu[i] = _number(d, "cpuLatency", source, where, 0.0)
+        supported[i] = bool(_number(d, "supportedOnFpga", source, where, 1.0))
+        backward[i] = bool(_number(d, "isBackwardNode", source, where, 0.0))
+        if "colorClass" in d and d["colorClass"] is not None:
+            color[i] = int(_number(d, "colorClass", source, where))
+        names.append(str(d.get("name", d["id"])))
+    out = np.zeros(n)
+    pairs = []
+    for j, e in enumerate(edges):
+        where = f"edges[{j}]"
+        for end in ("sourceId", "destId"):
+            if not isinstance(e, dict) or end not in e:
+                raise JaxplaceError(f"missing field '{end}'", source=source, field=where)
+            if e[end] not in index:
+                raise JaxplaceError(f"'{end}' {e[end]!r} is not a node id", source=source,
+                                    field=where)
+        u, v = index[e["sourceId"]], index[e["destId"]]
+        c = _number(e, "cost", source, where, 0.0)
+        if c < 0 or not np.isfinite(c):
+            raise JaxplaceError(f"negative or non-finite cost {c!r}", source=source,
+                                field=where)
+        # The format promises equal costs on all out-edges of a node; take the max if not.
+        out[u] = max(out[u], c)
+        pairs.append((u, v))
+    meta = {f: data[f] for f in _GRAPH_FIELDS if f in data}
+    meta["format"] = "neurips2020"
+    attrs = {"cpu_latency": cpu, "supported_on_accel": supported, "color_class": color,
+             "is_backward": backward}
+    try:
+        return CompGraph(work, pairs, param, out, names=names, node_ids=ids,
+                         node_attrs=attrs, meta=meta)
+    except JaxplaceError as exc:
+        raise exc.with_source(source) from None

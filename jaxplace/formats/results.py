@@ -1,0 +1,94 @@
+"""Result JSON: assignment, blocks with per-block costs, bottleneck, bound, provenance."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+
+from jaxplace.cost import evaluate_partition, simple_lower_bound
+from jaxplace.errors import JaxplaceError
+from jaxplace.formats._json import read_json, write_json
+from jaxplace.problem import Problem
+
+FORMAT = "jaxplace-result/1"
+
+
+def result_dict(problem: Problem, partition, *, method: str | None = None,
+                seed: int | None = None, timings: dict | None = None,
+                lower_bound: float | None = None, certificate: Any = None,
+                source: str | None = None, extra: dict | None = None) -> dict:
+    """The JSON-ready result for `partition` (a Partition or a block per node).
+
+    Blocks are renumbered in a topological order of the quotient graph, so block 0 is
+    the first pipeline stage. The costs are recomputed with `evaluate_partition`.
+    """
+    g = problem.graph
+    assignment = getattr(partition, "assignment", partition)
+    cost = evaluate_partition(problem, assignment)
+    used = [b for b in cost.block_order if np.any(cost.assignment == b)]
+    renumber = {int(b): i for i, b in enumerate(used)}
+    a = np.array([renumber[int(b)] for b in cost.assignment], dtype=np.int64)
+    lb = simple_lower_bound(problem) if lower_bound is None else float(lower_bound)
+    blocks = []
+    for i, b in enumerate(used):
+        members = np.flatnonzero(cost.assignment == b)
+        blocks.append({
+            "block": i, "nodes": [g.node_ids[v] for v in members],
+            "work": cost.work[b], "io_in": cost.io_in[b], "io_out": cost.io_out[b],
+            "param": cost.param[b], "overflow": cost.overflow[b], "total": cost.total[b]})
+    out = {
+        "format": FORMAT, "source": source, "num_nodes": g.num_nodes, "k": problem.k,
+        "bandwidth": problem.bandwidth, "memory": problem.memory,
+        "capacity": problem.capacity, "method": method, "seed": seed,
+        "bottleneck": cost.bottleneck, "lower_bound": lb,
+        "ratio": cost.bottleneck / lb if lb > 0 else None,
+        "assignment": a, "node_ids": list(g.node_ids), "blocks": blocks,
+        "timings": timings or {},
+    }
+    order = getattr(partition, "order", None)
+    if order is not None:
+        out["order"] = [g.node_ids[v] for v in order]
+    if certificate is not None:
+        out["certificate"] = certificate.to_dict() if hasattr(certificate, "to_dict") \
+            else certificate
+    out.update(extra or {})
+    return out
+
+
+def save_result(path: str | os.PathLike, problem: Problem, partition, **kwargs) -> dict:
+    """Write the result JSON atomically; returns the dict written."""
+    data = result_dict(problem, partition, **kwargs)
+    write_json(path, data)
+    return data
+
+
+def load_assignment(path: str | os.PathLike, problem: Problem) -> np.ndarray:
+    """The block of every node of `problem` from a result JSON (matched by node id)."""
+    source = str(path)
+    data = read_json(source)
+    if not isinstance(data, dict) or "assignment" not in data:
+        raise JaxplaceError("missing field 'assignment'", source=source)
+    a = data["assignment"]
+    g = problem.graph
+    if not isinstance(a, list) or len(a) != g.num_nodes:
+        raise JaxplaceError(f"has {len(a) if isinstance(a, list) else '?'} entries for "
+                            f"{g.num_nodes} nodes", source=source, field="assignment")
+    ids = data.get("node_ids")
+    if ids is not None:
+        pos = {v: i for i, v in enumerate(ids)}
+        missing = [v for v in g.node_ids if v not in pos]
+        if missing or len(ids) != g.num_nodes:
+            raise JaxplaceError(f"node ids do not match the graph (e.g. {missing[:1]})",
+                                source=source, field="node_ids")
+        a = [a[pos[v]] for v in g.node_ids]
+    try:
+        arr = np.asarray(a, dtype=np.int64)
+        evaluate_partition(problem, arr)
+    except (TypeError, ValueError) as exc:
+        if isinstance(exc, JaxplaceError):
+            raise exc.with_source(source) from None
+        raise JaxplaceError(f"not integer blocks: {exc}", source=source,
+                            field="assignment") from None
+    return arr

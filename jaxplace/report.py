@@ -1,0 +1,31 @@
+"""Human-readable tables of partitions and graphs for the CLI and notebooks."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from jaxplace.cost import PartitionCost
+from jaxplace.problem import Problem
+
+
+def _fmt(x: float) -> str:
+    if not np.isfinite(x):
+        return "inf"
+    return f"{x:.6g}"
+
+
+def stage_table(problem: Problem, cost: PartitionCost) -> str:
+    """One row per non-empty block, in pipeline order, with the bottleneck marked."""
+    head = ["stage", "nodes", "work", "io_in", "io_out", "overflow", "param", "total"]
+    rows = []
+    used = [b for b in cost.block_order if np.any(cost.assignment == b)]
+    worst = cost.bottleneck
+    for i, b in enumerate(used):
+        mark = " *" if cost.total[b] == worst else ""
+        rows.append([str(i), str(int(np.sum(cost.assignment == b))), _fmt(cost.work[b]),
+                     _fmt(cost.io_in[b]), _fmt(cost.io_out[b]), _fmt(cost.overflow[b]),
+                     _fmt(cost.param[b]), _fmt(cost.total[b]) + mark])
+    widths = [max(len(r[c]) for r in [head, *rows]) for c in range(len(head))]
+    lines = ["  ".join(h.rjust(w) for h, w in zip(head, widths, strict=True))]
+    lines += ["  ".join(x.rjust(w) for x, w in zip(r, widths, strict=True)) for r in rows]
+    return "\n".join(lines)
