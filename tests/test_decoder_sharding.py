@@ -1,0 +1,56 @@
+"""Population sharding across 4 fake CPU devices (run in a subprocess so the XLA flag
+takes effect before jax initializes)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+SCRIPT = textwrap.dedent("""
+    import jax, numpy as np
+    import jaxplace as jp
+    from jaxplace.decoder import evaluate, FLOAT32_RTOL
+    import importlib
+    ev = importlib.import_module("jaxplace.decoder.evaluate")
+    assert len(jax.devices()) == 4, jax.devices()
+    rng = np.random.default_rng(0)
+    n = 30
+    perm = rng.permutation(n)
+    edges = [(int(perm[i]), int(perm[j])) for i in range(n) for j in range(i + 1, n)
+             if rng.random() < 0.15]
+    g = jp.CompGraph(rng.uniform(0.1, 10, n), edges, rng.uniform(0, 3, n),
+                     rng.uniform(0.1, 5, n))
+    problem = jp.Problem(g, 4, memory=float(g.size_param.sum()) / 4)
+    X = rng.random((50, n)).astype(np.float32)
+    want = jp.evaluate_reference(problem, X)
+    for impl in IMPLS:
+        got = evaluate(problem, X, impl=impl)
+        np.testing.assert_allclose(got, want, rtol=FLOAT32_RTOL)
+        got = evaluate(problem, X, impl=impl, chunk_size=16)
+        np.testing.assert_allclose(got, want, rtol=FLOAT32_RTOL)
+        got = evaluate(problem, X, impl=impl, devices=jax.devices()[:2])
+        np.testing.assert_allclose(got, want, rtol=FLOAT32_RTOL)
+    # the sharded call really splits the population over the 4 devices
+    spec, gd, Z, use_keys = ev._prepare(problem, X[:48], "float32")
+    mesh, _ = ev._mesh(None)
+    from jax.sharding import NamedSharding, PartitionSpec as P
+    z = jax.device_put(Z, NamedSharding(mesh, P("pop")))
+    out = ev._run(spec, gd, z, use_keys=False, impl=IMPLS[-1], mesh=mesh)
+    assert len(out.sharding.device_set) == 4, out.sharding
+    np.testing.assert_allclose(np.asarray(out), want[:48], rtol=FLOAT32_RTOL)
+    print("OK")
+""")
+
+
+IMPLS = ("simple",)
+
+
+def test_sharded_population_on_4_cpu_devices():
+    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4",
+               JAX_PLATFORMS="cpu")
+    code = f"IMPLS = {IMPLS!r}\n" + SCRIPT
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                       text=True, timeout=600)
+    assert r.returncode == 0 and "OK" in r.stdout, r.stdout + r.stderr
