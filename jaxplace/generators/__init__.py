@@ -1,5 +1,85 @@
-"""Seeded, deterministic graph generators: REGAL-like random DAGs and DNN-like families."""
+"""Seeded, deterministic graph generators: REGAL-like random DAGs and DNN-like families.
 
+    import jaxplace as jp
+    g = jp.generators.generate("resnet", seed=3, stages=(3, 4, 6, 3), block="bottleneck")
+    graphs = jp.generators.regal_set(100, seed=0)
+
+Every generator takes `seed` (a non-negative int; all randomness comes from
+`numpy.random.default_rng(seed)`, so a seed gives the same graph everywhere) and
+returns a `CompGraph` whose `meta` records the generator name, seed and arguments.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+from jaxplace.errors import JaxplaceError
+from jaxplace.generators.dnn import inception, resnet, transformer, unet
 from jaxplace.generators.regal import MODELS, derive_seed, regal, regal_set
+from jaxplace.graph import CompGraph
 
-__all__ = ["MODELS", "derive_seed", "regal", "regal_set"]
+GENERATORS = {
+    "regal": regal,
+    "transformer": transformer,
+    "resnet": resnet,
+    "inception": inception,
+    "unet": unet,
+}
+
+# Small instances for examples and smoke tests (fixed seed 0): 100-150 nodes.
+EXAMPLES: dict[str, dict[str, Any]] = {
+    "transformer": {"layers": 8, "d_model": 512, "heads": 8, "seq": 256},
+    "resnet": {"stages": (2, 2, 2, 2), "block": "basic"},
+    "inception": {"modules": 9, "width": 32},
+    "unet": {"depth": 5, "convs": 3, "image": 256},
+    "regal": {"n": 120},
+}
+
+
+def generator_options(name: str) -> tuple[str, ...]:
+    """The keyword options of generator `name` (besides `seed`)."""
+    fn = _lookup(name)
+    return tuple(p for p in inspect.signature(fn).parameters if p != "seed")
+
+
+def _lookup(name: str):
+    if name not in GENERATORS:
+        raise JaxplaceError(f"unknown generator {name!r}; expected one of "
+                            f"{', '.join(GENERATORS)}", field="family")
+    return GENERATORS[name]
+
+
+def generate(name: str, seed: int = 0, **kwargs) -> CompGraph:
+    """`GENERATORS[name](seed=seed, **kwargs)`, with unknown names/options as JaxplaceError."""
+    fn = _lookup(name)
+    allowed = generator_options(name)
+    bad = sorted(set(kwargs) - set(allowed))
+    if bad:
+        raise JaxplaceError(f"option {bad[0]!r} does not apply to generator {name!r} "
+                            f"(options: {', '.join(allowed)})", field=name)
+    return fn(seed=seed, **kwargs)
+
+
+def example(family: str = "transformer", seed: int = 0) -> CompGraph:
+    """A small built-in example graph (100-150 nodes) of `family`; default: the
+    8-layer transformer (115 nodes) used by the README's first command."""
+    _lookup(family)
+    return generate(family, seed=seed, **EXAMPLES[family])
+
+
+__all__ = [
+    "EXAMPLES",
+    "GENERATORS",
+    "MODELS",
+    "derive_seed",
+    "example",
+    "generate",
+    "generator_options",
+    "inception",
+    "regal",
+    "regal_set",
+    "resnet",
+    "transformer",
+    "unet",
+]
