@@ -10,9 +10,9 @@ Nothing is executed and nothing is downloaded: arguments may be arrays or
 - Loops are kept as one node: `scan` costs its body times `length`; `while` costs
   its body times the trip count when it is visible in the jaxpr (a counter started
   at a literal and compared with `lt` against a literal), else once (the number of
-  such loops is reported in `meta["unknown_trip_counts"]`); `cond` costs its most
-  expensive branch. Partitioning inside a loop body is not possible in a pipeline
-  anyway (every iteration needs the whole body).
+  such loops is reported in `meta["unknown_trip_counts"]`); `cond` costs its slowest
+  branch (ties: the one with more FLOPs). A pipeline cannot split a loop body
+  anyway: every iteration needs the whole body.
 - Tensors are the equations' output variables; an equation with several outputs
   produces several tensors of one node (hyperedges). Graph inputs that are not
   parameters (activations) are not nodes: their transfer into the first stage is
@@ -163,7 +163,7 @@ class _Cost:
             return ((fb + fc) * trips, (bb + bc) * trips, (tb + tc) * trips + tc)
         if prim == "cond":
             costs = [self.jaxpr(br.jaxpr) for br in eqn.params["branches"]]
-            return max(costs, key=lambda c: c[2])
+            return max(costs, key=lambda c: (c[2], c[0]))  # slowest, then most FLOPs
         subs = _sub_jaxprs(eqn)
         if subs:  # other higher-order primitive: its bodies, once
             tot = [self.jaxpr(j) for j, _ in subs]
@@ -182,11 +182,13 @@ class _Cost:
         cat = rl.classify(prim)
         if cat == "view":
             return 0.0, 0.0, 0.0
+        # literals are scalar immediates, not memory traffic; keep operand positions
         ins = [v.aval for v in eqn.invars]
+        moved_in = [v.aval for v in eqn.invars if not _is_literal(v)]
         outs = [v.aval for v in eqn.outvars]
         in_elems = sum(rl.numel(getattr(a, "shape", ())) for a in ins)
         out_elems = sum(rl.numel(getattr(a, "shape", ())) for a in outs)
-        nbytes = sum(_aval_bytes(a) for a in ins) + sum(_aval_bytes(a) for a in outs)
+        nbytes = sum(_aval_bytes(a) for a in moved_in) + sum(_aval_bytes(a) for a in outs)
         dtype = getattr(outs[0], "dtype", "float32") if outs else "float32"
         matrix = False
         if prim in ("dot_general", "ragged_dot_general"):

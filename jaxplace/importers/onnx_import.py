@@ -106,7 +106,7 @@ def from_onnx(model, device: str | DeviceProfile = "h100", *, coarsen: bool = Fa
         return _convert(onnx, model, dev, coarsen, dict(dim_values or {}), int(default_dim),
                         source)
     except JaxplaceError as exc:
-        raise exc.with_source(source) if source else exc
+        raise (exc.with_source(source) if source else exc) from None
 
 
 def _convert(onnx, model, dev, coarsen, dim_values, default_dim, source) -> CompGraph:
