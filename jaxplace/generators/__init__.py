@@ -30,7 +30,7 @@ GENERATORS = {
 # Small instances for examples and smoke tests (fixed seed 0): 100-150 nodes.
 EXAMPLES: dict[str, dict[str, Any]] = {
     "transformer": {"layers": 8, "d_model": 512, "heads": 8, "seq": 256},
-    "resnet": {"stages": (2, 2, 2, 2), "block": "basic"},
+    "resnet": {"stages": (3, 4, 6, 3), "block": "basic"},
     "inception": {"modules": 9, "width": 32},
     "unet": {"depth": 5, "convs": 3, "image": 256},
     "regal": {"n": 120},
