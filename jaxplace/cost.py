@@ -26,6 +26,13 @@ class PartitionCost:
     overflow: np.ndarray  # (k,) max(0, param - M) / B
     total: np.ndarray  # (k,) f(block); +inf where param exceeds the capacity
     block_order: np.ndarray  # (k,) blocks in a topological order of the quotient
+    num_accel: int | None = None  # blocks 0..num_accel-1 are accelerators, the rest CPUs
+
+    @property
+    def device_types(self) -> list[str]:
+        """"accel" or "cpu" per block."""
+        k = len(self.total) if self.num_accel is None else self.num_accel
+        return ["accel" if b < k else "cpu" for b in range(len(self.total))]
 
     @property
     def bottleneck(self) -> float:
@@ -44,7 +51,7 @@ class PartitionCost:
 
 def check_assignment(problem: Problem, assignment) -> np.ndarray:
     """Validate a block index per node; returns it as (n,) int64."""
-    n, k = problem.n, problem.k
+    n, k = problem.n, problem.num_blocks
     a = np.asarray(assignment)
     if a.shape != (n,):
         raise JaxplaceError(f"has shape {a.shape}, expected ({n},)", field="assignment")
@@ -64,10 +71,35 @@ def check_assignment(problem: Problem, assignment) -> np.ndarray:
     return a
 
 
+def check_placement(problem: Problem, a: np.ndarray) -> None:
+    """Colocation classes share a block; unsupported nodes sit on CPU blocks."""
+    g = problem.graph
+    color = g.node_attrs.get("color_class")
+    if color is not None:
+        first = {}
+        for v in np.flatnonzero(np.asarray(color) >= 0):
+            c = int(color[v])
+            u = first.setdefault(c, int(v))
+            if a[u] != a[v]:
+                raise JaxplaceError(
+                    f"nodes {g.label(u)} and {g.label(int(v))} share color class {c} but "
+                    f"are in blocks {a[u]} and {a[v]}", field="assignment")
+    bad = np.flatnonzero(~problem.supported & (a < problem.k))
+    if len(bad):
+        v = int(bad[0])
+        raise JaxplaceError(f"node {g.label(v)} is not supported on an accelerator but is "
+                            f"in accelerator block {a[v]}", field="assignment")
+
+
 def quotient_order(problem: Problem, a: np.ndarray) -> np.ndarray:
-    """A topological order of the blocks; raises naming an edge on a quotient cycle."""
-    g, k = problem.graph, problem.k
-    bu, bv = a[g.edges[:, 0]], a[g.edges[:, 1]]
+    """A topological order of the blocks; raises naming an edge on a quotient cycle.
+
+    Only ordering edges count (for training graphs, the forward ones)."""
+    from jaxplace.units import ordering_edges
+
+    g, k = problem.graph, problem.num_blocks
+    edges = ordering_edges(g)
+    bu, bv = a[edges[:, 0]], a[edges[:, 1]]
     cross = bu != bv
     qe = np.unique(np.stack([bu[cross], bv[cross]], axis=1), axis=0)
     indeg = np.bincount(qe[:, 1], minlength=k) if len(qe) else np.zeros(k, dtype=np.int64)
@@ -96,7 +128,7 @@ def quotient_order(problem: Problem, a: np.ndarray) -> np.ndarray:
             seen.add(y)
             y = pred[y]
         x = pred[y]
-        u, v = g.edges[np.flatnonzero(cross & (bu == x) & (bv == y))[0]]
+        u, v = edges[np.flatnonzero(cross & (bu == x) & (bv == y))[0]]
         raise JaxplaceError(
             f"blocks form a cycle: edge {g.label(int(u))} -> {g.label(int(v))} goes from "
             f"block {x} to block {y}, and block {y} reaches block {x}", field="assignment")
@@ -106,11 +138,15 @@ def quotient_order(problem: Problem, a: np.ndarray) -> np.ndarray:
 def evaluate_partition(problem: Problem, assignment) -> PartitionCost:
     """Per-block costs and the bottleneck of `assignment` (a block index per node).
 
-    Raises JaxplaceError when the assignment is malformed or its quotient graph has a
-    cycle (naming an offending edge). Block indices need not be in topological order.
+    Raises JaxplaceError when the assignment is malformed, splits a colocation class,
+    puts an unsupported node on an accelerator, or its quotient graph has a cycle
+    (naming an offending edge). Block indices need not be in topological order.
+    Blocks k.. (problem.cpus of them) are CPUs: they cost the sum of `cpu_latency` and
+    pay no transfers; accelerator blocks pay transfers to and from every other block.
     """
-    g, k, B = problem.graph, problem.k, problem.bandwidth
+    g, k, B = problem.graph, problem.num_blocks, problem.bandwidth
     a = check_assignment(problem, assignment)
+    check_placement(problem, a)
     block_order = quotient_order(problem, a)
     work = np.bincount(a, weights=g.work, minlength=k)
     param = np.bincount(a, weights=g.size_param, minlength=k)
@@ -128,13 +164,34 @@ def evaluate_partition(problem: Problem, assignment) -> PartitionCost:
     overflow = np.zeros(k)
     if problem.memory is not None:
         overflow = np.maximum(0.0, param - problem.memory) / B
+    cpu = np.arange(k) >= problem.k
+    if cpu.any():
+        work = np.where(cpu, np.bincount(a, weights=problem.cpu_latency, minlength=k), work)
+        io_in[cpu] = io_out[cpu] = overflow[cpu] = 0.0
     total = io_in + work + overflow + io_out
     if problem.capacity is not None:
-        total = np.where(param > problem.capacity, np.inf, total)
-    return PartitionCost(a, work, param, io_in, io_out, overflow, total, block_order)
+        total = np.where((param > problem.capacity) & ~cpu, np.inf, total)
+    return PartitionCost(a, work, param, io_in, io_out, overflow, total, block_order,
+                         problem.k)
 
 
 def simple_lower_bound(problem: Problem) -> float:
-    """L = max(max_v work(v), sum_v work(v) / k) <= OPT (communication ignored)."""
-    w = problem.graph.work
-    return float(max(w.max(), w.sum() / problem.k))
+    """L = max(max_v work(v), sum_v work(v) / k) <= OPT (communication ignored).
+
+    With CPU blocks or colocation, per placement unit u: m_u = min(accelerator work
+    (inf if unsupported), CPU latency (inf without CPUs)), and L = max(max_u m_u,
+    sum_u m_u / (k + cpus)): every unit costs at least m_u wherever it goes.
+    """
+    g = problem.graph
+    if problem.cpus == 0 and g.units.trivial and problem.supported.all():
+        w = g.work
+        return float(max(w.max(), w.sum() / problem.k))
+    units = g.units
+    U = units.num_units
+    acc = np.bincount(units.unit_of, weights=g.work, minlength=U)
+    bad = np.bincount(units.unit_of, weights=~problem.supported, minlength=U) > 0
+    acc = np.where(bad, np.inf, acc)
+    cpu = np.bincount(units.unit_of, weights=problem.cpu_latency, minlength=U) \
+        if problem.cpus else np.full(U, np.inf)
+    m = np.minimum(acc, cpu)
+    return float(max(m.max(), m.sum() / problem.num_blocks))

@@ -11,6 +11,7 @@ per op (multi-output ops), which the hyperedge arrays express directly.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -229,6 +230,14 @@ class CompGraph:
 
     def consumed_tensors(self, v: int) -> np.ndarray:
         return self.in_tensors[self.in_ptr[v]:self.in_ptr[v + 1]]
+
+    @cached_property
+    def units(self):
+        """Placement units (`jaxplace.units.Units`): colocation classes contracted and
+        training graphs ordered by their forward part; one unit per node otherwise."""
+        from jaxplace.units import build_units
+
+        return build_units(self)
 
     @property
     def has_default_tensors(self) -> bool:

@@ -21,6 +21,10 @@ class Problem:
             overflow term.
         capacity: hard per-block parameter limit: a block whose parameters exceed it
             costs +inf. None: no limit.
+        cpus: CPU blocks in addition to the k accelerator blocks (mtpp.md section 5): a
+            CPU block costs the sum of the nodes' `cpu_latency` (a graph node
+            attribute) and pays no transfers; nodes whose `supported_on_accel` is false
+            may only go to a CPU. Blocks 0..k-1 are accelerators, k..k+cpus-1 CPUs.
     """
 
     graph: CompGraph
@@ -28,6 +32,7 @@ class Problem:
     bandwidth: float = 1.0
     memory: float | None = None
     capacity: float | None = None
+    cpus: int = 0
 
     def __post_init__(self):
         if not isinstance(self.graph, CompGraph):
@@ -53,6 +58,34 @@ class Problem:
                 raise JaxplaceError(f"must be non-negative, got {getattr(self, name)!r}",
                                     field=name)
             object.__setattr__(self, name, None if math.isinf(v) else v)
+        c = self.cpus
+        if isinstance(c, bool) or not isinstance(c, int | float) or c != int(c) or c < 0:
+            raise JaxplaceError(f"must be a non-negative integer, got {c!r}", field="cpus")
+        object.__setattr__(self, "cpus", int(c))
+        if self.cpus and "cpu_latency" not in self.graph.node_attrs:
+            raise JaxplaceError("CPU blocks need the node attribute 'cpu_latency', which "
+                                "the graph lacks", field="cpus")
+
+    @property
+    def num_blocks(self) -> int:
+        """k accelerator blocks plus the CPU blocks."""
+        return self.k + self.cpus
+
+    @property
+    def cpu_latency(self):
+        """(n,) float64 CPU time per node (zeros when the graph has none)."""
+        import numpy as np
+
+        a = self.graph.node_attrs.get("cpu_latency")
+        return np.zeros(self.n) if a is None else np.asarray(a, dtype=np.float64)
+
+    @property
+    def supported(self):
+        """(n,) bool: may the node run on an accelerator."""
+        import numpy as np
+
+        a = self.graph.node_attrs.get("supported_on_accel")
+        return np.ones(self.n, dtype=bool) if a is None else np.asarray(a, dtype=bool)
 
     @property
     def n(self) -> int:
@@ -61,6 +94,6 @@ class Problem:
     def replace(self, **changes) -> Problem:
         """A copy with some fields changed (validated again)."""
         fields = dict(graph=self.graph, k=self.k, bandwidth=self.bandwidth,
-                      memory=self.memory, capacity=self.capacity)
+                      memory=self.memory, capacity=self.capacity, cpus=self.cpus)
         fields.update(changes)
         return Problem(**fields)

@@ -9,10 +9,14 @@ import numpy as np
 import jaxplace as jp
 
 
-def direct_block_cost(problem: jp.Problem, S) -> float:
-    """f(S) straight from the definition in mtpp.md section 1, with Python sets."""
+def direct_block_cost(problem: jp.Problem, S, device: str = "accel") -> float:
+    """f(S) straight from the definition in mtpp.md sections 1 and 5, with Python sets."""
     g, B = problem.graph, problem.bandwidth
     S = {int(v) for v in S}
+    if device == "cpu":
+        return float(sum(problem.cpu_latency[v] for v in S))
+    if any(not problem.supported[v] for v in S):
+        return float("inf")
     work = sum(g.work[v] for v in S)
     param = sum(g.size_param[v] for v in S)
     io_out = io_in = 0.0
@@ -29,10 +33,20 @@ def direct_block_cost(problem: jp.Problem, S) -> float:
 
 
 def is_valid(problem: jp.Problem, assignment) -> bool:
-    """Acyclic quotient, by DFS over block pairs (independent of jaxplace.cost)."""
+    """Colocation classes together and an acyclic quotient of the forward edges, by DFS
+    over block pairs (independent of jaxplace.cost)."""
     g = problem.graph
+    color = g.node_attrs.get("color_class")
+    if color is not None:
+        seen = {}
+        for v, c in enumerate(color):
+            if c >= 0 and seen.setdefault(int(c), assignment[v]) != assignment[v]:
+                return False
+    bwd = g.node_attrs.get("is_backward")
     succ = {}
     for u, v in g.edges:
+        if bwd is not None and (bwd[u] or bwd[v]):
+            continue
         a, b = int(assignment[u]), int(assignment[v])
         if a != b:
             succ.setdefault(a, set()).add(b)
@@ -51,24 +65,30 @@ def is_valid(problem: jp.Problem, assignment) -> bool:
 
 def brute_force_optimum(problem: jp.Problem) -> float:
     """min over all valid partitions of the max block cost (k^n assignments)."""
-    n, k = problem.n, problem.k
+    n, k, nb = problem.n, problem.k, problem.k + problem.cpus
     best = float("inf")
-    for a in itertools.product(range(k), repeat=n):
-        if a and a[0] != 0:  # block labels are symmetric: fix the first node's block
+    for a in itertools.product(range(nb), repeat=n):
+        if problem.cpus == 0 and a and a[0] != 0:  # labels are symmetric: fix node 0's
             continue
         if not is_valid(problem, a):
             continue
         a = np.asarray(a)
-        cost = max(direct_block_cost(problem, np.flatnonzero(a == b)) for b in range(k))
+        cost = max(direct_block_cost(problem, np.flatnonzero(a == b),
+                                     "accel" if b < k else "cpu") for b in range(nb))
         best = min(best, cost)
     return best
 
 
 def topological_orders(graph: jp.CompGraph):
-    """Every topological order of a tiny graph."""
-    n = graph.num_nodes
-    preds = [set(graph.predecessors(v).tolist()) for v in range(n)]
+    """Every order of the placement units of a tiny graph, as node orders."""
+    units = graph.units
+    for uo in _orders(units.num_units, [set(units.pred_idx[units.pred_ptr[u]:
+                                                           units.pred_ptr[u + 1]].tolist())
+                                        for u in range(units.num_units)]):
+        yield [int(v) for u in uo for v in units.unit_members(u)]
 
+
+def _orders(n, preds):
     def rec(prefix, placed):
         if len(prefix) == n:
             yield list(prefix)

@@ -50,3 +50,25 @@ def same_cost(a: float, b: float, rtol: float = 1e-9) -> bool:
     if np.isinf(a) or np.isinf(b):
         return a == b
     return bool(np.isclose(a, b, rtol=rtol, atol=1e-9))
+
+
+@st.composite
+def tiny_hetero_problems(draw, max_nodes: int = 5, training: bool = False):
+    """Tiny problems with CPU blocks, unsupported nodes, colocation classes and, with
+    `training`, backward nodes (edges among them may point 'back' in the forward order)."""
+    n = draw(st.integers(1, max_nodes))
+    perm = draw(st.permutations(range(n)))
+    bwd = [draw(st.booleans()) if training else False for _ in range(n)]
+    pairs = [(perm[i], perm[j]) for i in range(n) for j in range(i + 1, n)]
+    edges = [e for e in pairs if draw(st.booleans())] if pairs else []
+    work = [draw(weight) for _ in range(n)]
+    attrs = {
+        "cpu_latency": np.array([draw(weight) * 3 for _ in range(n)]),
+        "supported_on_accel": np.array([draw(st.integers(0, 4)) > 0 for _ in range(n)]),
+        "color_class": np.array([draw(st.integers(-1, 3)) for _ in range(n)]),
+        "is_backward": np.array(bwd),
+    }
+    g = jp.CompGraph(work, edges, [draw(weight) for _ in range(n)],
+                     [draw(weight) for _ in range(n)], node_attrs=attrs)
+    return jp.Problem(g, draw(st.integers(1, 2)), cpus=draw(st.integers(0, 2)),
+                      capacity=draw(st.one_of(st.none(), st.integers(2, 12).map(float))))

@@ -48,7 +48,8 @@ def problem_from_graph(graph: CompGraph, k: int | None = None, *, source: str = 
         raise JaxplaceError("the file gives no number of blocks; pass k (-k K)",
                             source=source, field="k")
     fields = {"bandwidth": meta.get("bandwidth", 1.0), "memory": meta.get("memory"),
-              "capacity": meta.get("capacity", meta.get("maxSizePerFPGA"))}
+              "capacity": meta.get("capacity", meta.get("maxSizePerFPGA")),
+              "cpus": meta.get("cpus", meta.get("maxCPUs", 0))}
     fields.update({key: v for key, v in overrides.items() if v is not None})
     try:
         return Problem(graph, k, **fields)
@@ -57,9 +58,9 @@ def problem_from_graph(graph: CompGraph, k: int | None = None, *, source: str = 
 
 
 def load_problem(path: str | os.PathLike, k: int | None = None, **overrides) -> Problem:
-    """Read a graph file into a Problem; k, bandwidth, memory and capacity come from the
-    file when it has them (node-link graph attributes, NeurIPS `maxFPGAs` and
-    `maxSizePerFPGA`); arguments override."""
+    """Read a graph file into a Problem; k, bandwidth, memory, capacity and cpus come
+    from the file when it has them (node-link graph attributes, NeurIPS `maxFPGAs`,
+    `maxSizePerFPGA` and `maxCPUs`); arguments override."""
     import_options = {o: overrides.pop(o) for o in ("device", "coarsen") if o in overrides}
     graph = load_graph(path, **import_options)
     return problem_from_graph(graph, k, source=str(path), **overrides)

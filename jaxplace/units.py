@@ -1,0 +1,160 @@
+"""Placement units: colocation classes contracted, cycles merged, training graphs ordered
+by their forward part.
+
+The NeurIPS 2020 model (Tarnawski et al.; ../shared/docs/mtpp.md section 5): nodes that
+share a `color_class` go to the same device, backward nodes follow their class, and
+contiguity (the acyclic-quotient rule) applies to the forward graph only. We contract
+every class into one unit, keep only forward edges (both ends forward) for ordering,
+and merge the strongly connected components that contraction creates (a path leaving a
+class and coming back forces the nodes on it into the class's block). Orders and slices
+are then taken over units; costs still count every original tensor, forward or backward.
+
+For a plain MTPP graph (no classes, no backward nodes) every node is its own unit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from jaxplace.graph import CompGraph
+
+
+@dataclass(frozen=True, eq=False)
+class Units:
+    """Arrays (read-only numpy):
+
+    - `unit_of`: (n,) int64 unit of every node. Units are numbered by their smallest
+      member, so unit order follows node order.
+    - `members_ptr` (U+1,), `members` (n,): CSR of each unit's nodes, ascending.
+    - `succ_ptr` (U+1,), `succ_idx`: the unit DAG (from forward edges), deduplicated.
+    - `trivial`: True when every node is its own unit and every edge orders them.
+    """
+
+    unit_of: np.ndarray
+    members_ptr: np.ndarray
+    members: np.ndarray
+    succ_ptr: np.ndarray
+    succ_idx: np.ndarray
+    pred_ptr: np.ndarray
+    pred_idx: np.ndarray
+    trivial: bool
+
+    @property
+    def num_units(self) -> int:
+        return len(self.members_ptr) - 1
+
+    def unit_members(self, u: int) -> np.ndarray:
+        return self.members[self.members_ptr[u]:self.members_ptr[u + 1]]
+
+
+def ordering_edges(graph: CompGraph) -> np.ndarray:
+    """(m', 2) edges that constrain contiguity: all of them, or forward-only ones."""
+    bwd = graph.node_attrs.get("is_backward")
+    if bwd is None or not np.any(bwd):
+        return graph.edges
+    bwd = np.asarray(bwd, dtype=bool)
+    keep = ~bwd[graph.edges[:, 0]] & ~bwd[graph.edges[:, 1]]
+    return graph.edges[keep]
+
+
+def _find(parent: np.ndarray, x: int) -> int:
+    while parent[x] != x:
+        parent[x] = parent[parent[x]]
+        x = parent[x]
+    return x
+
+
+def _csr(rows, cols, n_rows):
+    order = np.lexsort((cols, rows))
+    ptr = np.zeros(n_rows + 1, dtype=np.int64)
+    np.cumsum(np.bincount(rows, minlength=n_rows), out=ptr[1:])
+    return ptr, np.asarray(cols, dtype=np.int64)[order]
+
+
+def build_units(graph: CompGraph) -> Units:
+    """Contract colocation classes and the cycles they create; see the module doc."""
+    n = graph.num_nodes
+    edges = ordering_edges(graph)
+    color = graph.node_attrs.get("color_class")
+    parent = np.arange(n)
+    if color is not None:
+        color = np.asarray(color, dtype=np.int64)
+        first = {}
+        for v in range(n):
+            c = int(color[v])
+            if c < 0:
+                continue
+            if c in first:
+                a, b = _find(parent, v), _find(parent, first[c])
+                parent[max(a, b)] = min(a, b)
+            else:
+                first[c] = v
+    root = np.array([_find(parent, v) for v in range(n)])
+    # Strongly connected components of the contracted ordering graph (iterative Tarjan).
+    cu, cv = root[edges[:, 0]], root[edges[:, 1]]
+    keep = cu != cv
+    ptr, idx = _csr(cu[keep], cv[keep], n)
+    comp = _scc(ptr, idx, n, alive=(root == np.arange(n)))
+    label = comp[root]
+    # Renumber components by their smallest member.
+    firsts = {}
+    for v in range(n):
+        firsts.setdefault(int(label[v]), len(firsts))
+    unit_of = np.array([firsts[int(label[v])] for v in range(n)], dtype=np.int64)
+    U = len(firsts)
+    m_ptr, m_idx = _csr(unit_of, np.arange(n), U)
+    uu, uv = unit_of[edges[:, 0]], unit_of[edges[:, 1]]
+    keep = uu != uv
+    pairs = np.unique(np.stack([uu[keep], uv[keep]], axis=1), axis=0) if keep.any() else \
+        np.zeros((0, 2), dtype=np.int64)
+    s_ptr, s_idx = _csr(pairs[:, 0], pairs[:, 1], U)
+    p_ptr, p_idx = _csr(pairs[:, 1], pairs[:, 0], U)
+    trivial = U == n and len(edges) == graph.num_edges
+    arrays = [unit_of, m_ptr, m_idx, s_ptr, s_idx, p_ptr, p_idx]
+    for a in arrays:
+        a.setflags(write=False)
+    return Units(*arrays, trivial=trivial)
+
+
+def _scc(ptr: np.ndarray, idx: np.ndarray, n: int, alive: np.ndarray) -> np.ndarray:
+    """Component id per node (Tarjan, iterative); nodes not alive keep their own id."""
+    index = np.full(n, -1)
+    low = np.zeros(n, dtype=np.int64)
+    on_stack = np.zeros(n, dtype=bool)
+    comp = np.arange(n)
+    stack, counter = [], 0
+    for s in range(n):
+        if not alive[s] or index[s] >= 0:
+            continue
+        work = [(s, ptr[s])]
+        index[s] = low[s] = counter
+        counter += 1
+        stack.append(s)
+        on_stack[s] = True
+        while work:
+            v, i = work[-1]
+            if i < ptr[v + 1]:
+                work[-1] = (v, i + 1)
+                w = int(idx[i])
+                if index[w] < 0:
+                    index[w] = low[w] = counter
+                    counter += 1
+                    stack.append(w)
+                    on_stack[w] = True
+                    work.append((w, ptr[w]))
+                elif on_stack[w]:
+                    low[v] = min(low[v], index[w])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[v])
+                if low[v] == index[v]:
+                    while True:
+                        w = stack.pop()
+                        on_stack[w] = False
+                        comp[w] = v
+                        if w == v:
+                            break
+    return comp
