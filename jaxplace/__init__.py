@@ -5,9 +5,11 @@
     result = jp.search(problem)
 """
 
+from jaxplace import generators
 from jaxplace.cost import PartitionCost, evaluate_partition, simple_lower_bound
 from jaxplace.errors import JaxplaceError
 from jaxplace.formats import load_graph, load_problem, save_result
+from jaxplace.generators import example, generate
 from jaxplace.graph import CompGraph
 from jaxplace.problem import Problem
 from jaxplace.reference import Partition, decode_reference, evaluate_reference, kahn, slice_order
@@ -23,6 +25,9 @@ __all__ = [
     "decode_reference",
     "evaluate_partition",
     "evaluate_reference",
+    "example",
+    "generate",
+    "generators",
     "kahn",
     "load_graph",
     "load_problem",
