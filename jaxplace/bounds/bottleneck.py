@@ -1,0 +1,41 @@
+"""Three-superblock relaxations of MTPP (Archer et al., ICML 2024; mtpp.md section 3).
+
+The heaviest-work block P_j of an optimal partition (work >= the simple bound L) with
+superblocks before and after it: minimize f(middle) subject to work(middle) >= L.
+Variants drop the acyclic-quotient rows (`no-dag`) or the tensor terms (`no-io`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from jaxplace.bounds._model import BlockModel, build_block_model, solve_model
+from jaxplace.cost import simple_lower_bound
+from jaxplace.problem import Problem
+
+VARIANTS = ("full", "no-dag", "no-io")
+
+
+def bottleneck_model(problem: Problem, variant: str = "full", *,
+                     relax: bool = False) -> BlockModel:
+    """min f(middle) over 3 superblocks in DAG order with work(middle) >= L."""
+    if variant not in VARIANTS:
+        raise ValueError(f"unknown variant {variant!r}")
+    k = problem.k
+    L = simple_lower_bound(problem)
+    inf = np.inf
+    return build_block_model(
+        problem, 3, div=np.array([inf, 1.0, inf]),
+        mem_scale=np.array([max(k - 1, 0), 1, max(k - 1, 0)], dtype=float),
+        dag=variant != "no-dag", io=variant != "no-io",
+        work_rows=[(np.array([0.0, 1.0, 0.0]), L)],
+        empty=tuple(b for b in (0, 2) if k == 1), relax=relax)
+
+
+def bottleneck_bound(problem: Problem, variant: str = "full", *, relax: bool = False,
+                     time_limit: float = 60.0, threads: int = 1, mip_rel_gap: float = 1e-6):
+    """(SolveResult, BlockModel) of the bottleneck relaxation; `.bound` is valid."""
+    model = bottleneck_model(problem, variant, relax=relax)
+    res = solve_model(model, relax=relax, time_limit=time_limit, threads=threads,
+                      mip_rel_gap=mip_rel_gap)
+    return res, model
