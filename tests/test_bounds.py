@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from brute import brute_force_optimum, direct_block_cost, is_valid
 from hypothesis import given, settings
-from strategies import tiny_problems
+from strategies import tiny_hetero_problems, tiny_problems
 
 import jaxplace as jp
 from jaxplace.bounds import METHODS, certify, exact_bound, exact_model, guess_bound
@@ -233,3 +233,37 @@ def test_cli_certify(tmp_path, capsys):
     assert cert["optimal"] is True
     assert data["bottleneck"] == pytest.approx(cert["upper_bound"], rel=1e-9)
     assert main(["certify", str(path), "-k", "3", "--methods", "nope", "--quiet"]) == 2
+
+
+def _accelerator_only(problem):
+    """The same problem without CPU blocks and with every op supported."""
+    g = problem.graph
+    attrs = {k: v for k, v in g.node_attrs.items() if k != "supported_on_accel"}
+    g2 = jp.CompGraph(g.work, g.edges, g.size_param, g.size_out, node_attrs=attrs)
+    return problem.replace(graph=g2, cpus=0)
+
+
+@settings(max_examples=30)
+@given(tiny_hetero_problems(max_nodes=5, training=True))
+def test_exact_with_colocation_and_training_edges(problem):
+    """Colocation classes and forward-only contiguity (NeurIPS 2020 model)."""
+    problem = _accelerator_only(problem)
+    opt = brute_force_optimum(problem)
+    res, found, _ = exact_bound(problem, time_limit=20)
+    assert close(res.bound, opt), (res.bound, opt)
+    if found is not None:
+        assert is_valid(problem, found)
+        assert close(block_costs(problem, found), opt)
+    cert = certify(problem, methods=METHODS, time_limit=20, samples=2)
+    for r in cert.results:
+        assert leq(r.bound, opt), (r.name, r.bound, opt)
+
+
+@settings(max_examples=10)
+@given(tiny_hetero_problems(max_nodes=4))
+def test_cpu_blocks_skip_the_mips_and_stay_valid(problem):
+    opt = brute_force_optimum(problem)
+    cert = certify(problem, methods=("simple", "bottleneck", "exact"), samples=2)
+    assert leq(cert.lower_bound, opt)
+    if problem.cpus or not problem.supported.all():
+        assert cert.result("exact").status.startswith("skipped")

@@ -15,10 +15,15 @@ Rows (all built from index arrays, no per-variable Python loops):
     y[u,b] >= y[v,b]               for (u,v) in E                     (acyclic quotient)
     c[t,b] >= x[v,b] - x[u,b]      for each (tensor t of u, consumer v) (enters b)
     c[t,b] >= x[u,b] - x[v,b]      for each (tensor t of u, consumer v) (leaves b)
+    y[v,b] = y[w,b]                for v, w in one colocation class (`color_class`)
 
-The two c rows are the tight form of mtpp.md's `c >= y[u,b-1] + x[v,b] - 1` and
-`c >= x[u,b] - y[v,b]`: on every acyclic partition they give the same value, and in
-the LP they are never weaker (x[v,b] - x[u,b] = (y[u,b-1] + x[v,b] - 1) + (1 - y[u,b])).
+Contiguity (the acyclic rows) applies to `units.ordering_edges` (the forward edges of
+training graphs, NeurIPS 2020 model); CPU blocks are not modelled (see `certify`).
+
+The two c rows hold for every assignment, acyclic or not; they are the tight form of
+mtpp.md's `c >= y[u,b-1] + x[v,b] - 1` and `c >= x[u,b] - y[v,b]`: on every acyclic
+partition they give the same value, and in the LP they are never weaker:
+x[v,b] - x[u,b] = (y[u,b-1] + x[v,b] - 1) + (1 - y[u,b]).
 Costs are divided by a scale (the simple bound) for numerics; bounds are scaled back.
 """
 
@@ -32,6 +37,7 @@ import numpy as np
 from jaxplace.bounds._highs import INF, SolveResult, solve_arrays
 from jaxplace.cost import simple_lower_bound
 from jaxplace.problem import Problem
+from jaxplace.units import ordering_edges
 
 __all__ = ["INF", "BlockModel", "SolveResult", "build_block_model", "dag_numbering",
            "solve_arrays", "solve_model", "start_vector"]
@@ -198,6 +204,10 @@ def build_block_model(
     pair_u = g.tensor_producer[pair_t]
     pair_v = g.tensor_consumers if io else np.zeros(0, dtype=np.int64)
     pair_c = tpos[pair_t]
+    # contiguity applies to the ordering edges (forward ones in training graphs); a
+    # (tensor, consumer) pair off them may point backwards, so it needs all its rows
+    oe = ordering_edges(g)
+    pair_ordered = np.isin(pair_u * n + pair_v, oe[:, 0] * n + oe[:, 1])
 
     overflow = problem.memory is not None and g.size_param.max() > 0
     capacity = problem.capacity is not None
@@ -262,8 +272,8 @@ def build_block_model(
         R.add(rows, ycol(vv.ravel(), bb.ravel()), -1.0)
 
     # acyclic y[v,b] - y[u,b] <= 0
-    if dag and nb >= 2 and g.num_edges:
-        eu, ev = g.edges[:, 0], g.edges[:, 1]
+    if dag and nb >= 2 and len(oe):
+        eu, ev = oe[:, 0], oe[:, 1]
         m = len(eu)
         for b in range(nb - 1):
             rows = R.new(m, -INF, 0.0)
@@ -274,16 +284,16 @@ def build_block_model(
     P = len(pair_t)
     if P and nb >= 2:
         for b in costed:
-            if b >= 1:  # enters b: x[v,b] - x[u,b] - c[t,b] <= 0
-                rows = R.new(P, -INF, 0.0)
-                add_x(rows, pair_v, b, np.ones(P))
-                add_x(rows, pair_u, b, -np.ones(P))
-                R.add(rows, ccol(pair_c, b), -1.0)
-            if b <= nb - 2:  # leaves b: x[u,b] - x[v,b] - c[t,b] <= 0
-                rows = R.new(P, -INF, 0.0)
-                add_x(rows, pair_u, b, np.ones(P))
-                add_x(rows, pair_v, b, -np.ones(P))
-                R.add(rows, ccol(pair_c, b), -1.0)
+            # enters b: x[v,b] - x[u,b] - c[t,b] <= 0 (implied in block 0 for ordered pairs)
+            # leaves b: x[u,b] - x[v,b] - c[t,b] <= 0 (implied in the last block)
+            for sign, first, last in ((1.0, 1, nb - 1), (-1.0, 0, nb - 2)):
+                sel = np.arange(P) if first <= b <= last else np.flatnonzero(~pair_ordered)
+                if not len(sel):
+                    continue
+                rows = R.new(len(sel), -INF, 0.0)
+                add_x(rows, pair_v[sel], b, np.full(len(sel), sign))
+                add_x(rows, pair_u[sel], b, np.full(len(sel), -sign))
+                R.add(rows, ccol(pair_c[sel], b), -1.0)
 
     # work rows: sum_b coef_b work(b) >= rhs
     for coef, rhs in work_rows:
@@ -291,6 +301,21 @@ def build_block_model(
         for b in range(nb):
             if coef[b] != 0:
                 add_x(np.full(n, row), np.arange(n), b, coef[b] * work)
+
+    # colocation classes share a block: y[v,b] = y[first member,b]
+    color = g.node_attrs.get("color_class")
+    if color is not None and nb >= 2:
+        color = np.asarray(color, dtype=np.int64)
+        members = np.flatnonzero(color >= 0)
+        _, first_idx, inv = np.unique(color[members], return_index=True,
+                                      return_inverse=True)
+        rep = members[first_idx][inv]
+        keep = rep != members
+        mv, mr = members[keep], rep[keep]
+        for b in range(nb - 1):
+            rows = R.new(len(mv), 0.0, 0.0)
+            R.add(rows, ycol(mv, b), 1.0)
+            R.add(rows, ycol(mr, b), -1.0)
 
     # symmetry: block b non-empty => block b-1 non-empty, aggregated as
     # sum_v y[v,b-1] + n * count(b) >= n   (count(b) = 0 forces every node before b)

@@ -238,6 +238,9 @@ def certify(problem: Problem, partition=None, methods=DEFAULT_METHODS, *,
         best_a, source = None, None
 
     L = simple_lower_bound(problem)
+    # The MIPs model accelerator blocks only (colocation and forward-only contiguity
+    # included); with CPU blocks or CPU-only ops they are skipped (bound 0, still valid).
+    hetero = problem.cpus > 0 or not bool(problem.supported.all())
     results: list[MethodResult] = []
     history: list = []
     lb, lb_method = -math.inf, "none"
@@ -256,6 +259,8 @@ def certify(problem: Problem, partition=None, methods=DEFAULT_METHODS, *,
         if name == "simple":
             r = MethodResult(name, L, "closed form", time.perf_counter() - t0,
                              kind="closed-form")
+        elif hetero:
+            r = MethodResult(name, 0.0, "skipped: CPU blocks not modelled", 0.0, kind=kind)
         elif base == "exact":
             # the exact MIP starts from the best bound proven so far (z >= it)
             z_lb = None if relax or not math.isfinite(lb) else max(lb, L)
