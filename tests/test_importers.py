@@ -457,3 +457,16 @@ def test_summarize_lists_op_types_and_heaviest():
     heaviest = g.names[int(np.argmax(g.work))]
     assert heaviest in s
     assert "ops" in summarize(CompGraph([1.0, 2.0], [(0, 1)]))
+
+
+def test_load_problem_of_an_onnx_file_uses_device_defaults(tmp_path):
+    import jaxplace as jp
+
+    path = tmp_path / "mlp.onnx"
+    onnx.save(_mlp_onnx(), str(path))
+    g = jp.load_graph(path, device="tpu-v4")
+    assert g.meta["device"]["name"] == "tpu-v4" and g.num_nodes == 3
+    p = jp.load_problem(path, k=2)
+    assert p.bandwidth == 1.0 and p.capacity == get_device("h100").memory_bytes
+    part = decode_reference(p, np.arange(3.0))
+    assert np.isfinite(part.cost)

@@ -81,6 +81,10 @@ class GraphBuilder:
             "work_unit": "us (roofline time on the device)",
             "size_out_unit": "us (bytes / link bandwidth); use bandwidth=1",
             "size_param_unit": "bytes",
+            # problem defaults read by jaxplace.formats.problem_from_graph: sizes are
+            # already link times, and a stage cannot hold more weights than the device
+            "bandwidth": 1.0,
+            "capacity": dev.memory_bytes,
             "device": dev.to_meta(),
             "num_params": len(self.param_names),
             "param_bytes_total": float(sum(self.param_bytes)),

@@ -27,7 +27,9 @@ Nothing is executed and nothing is downloaded: arguments may be arrays or
 
 Units: `work` in microseconds of roofline time on the device; `size_out` and the
 tensor sizes in microseconds of link transfer (bytes / link bandwidth), so use
-`Problem(..., bandwidth=1.0)`; `size_param` in bytes. Raw counts are kept in
+`Problem(..., bandwidth=1.0)`; `size_param` in bytes. `meta` records the device
+profile and the problem defaults `bandwidth` = 1 and `capacity` = device memory (bytes),
+which `jaxplace.load_problem` applies to saved graphs. Raw counts are kept in
 `node_attrs`: `flops`, `bytes_moved`, `out_bytes`, `param_bytes`.
 """
 
