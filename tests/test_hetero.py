@@ -88,3 +88,34 @@ def test_training_workloads_decode(name):
     assert np.isfinite(part.cost)
     assert same_cost(jp.evaluate_partition(p, part.assignment).bottleneck, part.cost)
     assert os.path.basename(path) == name
+
+
+def test_neurips_split_round_trip(tmp_path):
+    import json
+
+    from jaxplace.formats import load_assignment
+    from jaxplace.formats.neurips import neurips_result
+
+    g = jp.CompGraph([5, 1, 5, 2], [(0, 1), (1, 2), (2, 3)], size_out=[2, 2, 1, 0],
+                     node_ids=[10, 11, 12, 13],
+                     node_attrs={"cpu_latency": np.array([9.0, 3.0, 9.0, 1.0]),
+                                 "color_class": np.array([-1, -1, 4, 4])})
+    p = jp.Problem(g, 2, cpus=1)
+    a = np.array([0, 2, 1, 1])
+    data = neurips_result(p, a)
+    assert data["maxLoad"] == jp.evaluate_partition(p, a).bottleneck
+    assert [d["nodes"] for d in data["fpgas"]] == [[10], [12, 13]]
+    assert data["cpus"] == [{"load": 3.0, "nodes": [11]}]
+    path = tmp_path / "split.json"
+    data["fpgas"][1]["nodes"] = [12]  # 13 follows its color class, as in their tools
+    path.write_text(json.dumps(data))
+    assert load_assignment(path, p).tolist() == a.tolist()
+    res = jp.save_result(tmp_path / "r.json", p, a)
+    # blocks are listed in pipeline order; the CPU stage sits between the accelerators
+    assert [(b["block"], b["device"]) for b in res["blocks"]] == [
+        (0, "accel"), (2, "cpu"), (1, "accel")]
+    assert load_assignment(tmp_path / "r.json", p).tolist() == a.tolist()
+    data["fpgas"][0]["nodes"] = [99]
+    path.write_text(json.dumps(data))
+    with pytest.raises(jp.JaxplaceError, match="unknown node id 99"):
+        load_assignment(path, p)

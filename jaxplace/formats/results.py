@@ -27,20 +27,24 @@ def result_dict(problem: Problem, partition, *, method: str | None = None,
     g = problem.graph
     assignment = getattr(partition, "assignment", partition)
     cost = evaluate_partition(problem, assignment)
-    used = [b for b in cost.block_order if np.any(cost.assignment == b)]
-    renumber = {int(b): i for i, b in enumerate(used)}
+    used = [int(b) for b in cost.block_order if np.any(cost.assignment == b)]
+    # Pipeline order within each device type: accelerators 0.., CPUs from k on.
+    acc = [b for b in used if b < problem.k]
+    cpu = [b for b in used if b >= problem.k]
+    renumber = {b: i for i, b in enumerate(acc)} | {b: problem.k + i for i, b in enumerate(cpu)}
     a = np.array([renumber[int(b)] for b in cost.assignment], dtype=np.int64)
     lb = simple_lower_bound(problem) if lower_bound is None else float(lower_bound)
     blocks = []
-    for i, b in enumerate(used):
+    for b in used:
         members = np.flatnonzero(cost.assignment == b)
         blocks.append({
-            "block": i, "nodes": [g.node_ids[v] for v in members],
+            "block": renumber[b], "device": cost.device_types[b],
+            "nodes": [g.node_ids[v] for v in members],
             "work": cost.work[b], "io_in": cost.io_in[b], "io_out": cost.io_out[b],
             "param": cost.param[b], "overflow": cost.overflow[b], "total": cost.total[b]})
     out = {
         "format": FORMAT, "source": source, "num_nodes": g.num_nodes, "k": problem.k,
-        "bandwidth": problem.bandwidth, "memory": problem.memory,
+        "cpus": problem.cpus, "bandwidth": problem.bandwidth, "memory": problem.memory,
         "capacity": problem.capacity, "method": method, "seed": seed,
         "bottleneck": cost.bottleneck, "lower_bound": lb,
         "ratio": cost.bottleneck / lb if lb > 0 else None,
@@ -68,8 +72,18 @@ def load_assignment(path: str | os.PathLike, problem: Problem) -> np.ndarray:
     """The block of every node of `problem` from a result JSON (matched by node id)."""
     source = str(path)
     data = read_json(source)
-    if not isinstance(data, dict) or "assignment" not in data:
-        raise JaxplaceError("missing field 'assignment'", source=source)
+    if not isinstance(data, dict) or not ("assignment" in data or "fpgas" in data):
+        raise JaxplaceError("missing field 'assignment' (or 'fpgas' of a dnn-partitioning "
+                            "split)", source=source)
+    from jaxplace.formats.neurips import is_neurips_result, read_neurips_result
+
+    if is_neurips_result(data):
+        a = read_neurips_result(data, problem, source)
+        try:
+            evaluate_partition(problem, a)
+        except JaxplaceError as exc:
+            raise exc.with_source(source) from None
+        return a
     a = data["assignment"]
     g = problem.graph
     if not isinstance(a, list) or len(a) != g.num_nodes:
