@@ -5,12 +5,14 @@
     result = jp.search(problem)
 """
 
-from jaxplace import generators
+from jaxplace import generators, importers
 from jaxplace.cost import PartitionCost, evaluate_partition, simple_lower_bound
+from jaxplace.decoder import decode, evaluate, evaluate_graphs, make_evaluator
 from jaxplace.errors import JaxplaceError
 from jaxplace.formats import load_graph, load_problem, save_result
 from jaxplace.generators import example, generate
 from jaxplace.graph import CompGraph
+from jaxplace.importers import from_jax, from_onnx
 from jaxplace.problem import Problem
 from jaxplace.reference import Partition, decode_reference, evaluate_reference, kahn, slice_order
 
@@ -22,15 +24,22 @@ __all__ = [
     "Partition",
     "PartitionCost",
     "Problem",
+    "decode",
     "decode_reference",
+    "evaluate",
+    "evaluate_graphs",
     "evaluate_partition",
     "evaluate_reference",
     "example",
+    "from_jax",
+    "from_onnx",
     "generate",
     "generators",
+    "importers",
     "kahn",
     "load_graph",
     "load_problem",
+    "make_evaluator",
     "save_result",
     "simple_lower_bound",
     "slice_order",
