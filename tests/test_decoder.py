@@ -32,9 +32,9 @@ from jaxplace.decoder._layout import Spec, bucket
 from jaxplace.errors import JaxplaceError
 
 ev_mod = importlib.import_module("jaxplace.decoder.evaluate")
-IMPLS = ("simple",)
+IMPLS = ("simple", "lanes")
 #: One padded shape for all small property-test graphs, so hypothesis compiles once.
-SMALL = Spec(N=16, T=16, D=16, S=16, K=16, use_param=True)
+SMALL = Spec(N=16, T=32, D=16, S=16, K=16, use_param=True)
 
 
 def random_problem(rng: np.random.Generator, n: int, *, p: float = 0.3,
@@ -101,7 +101,7 @@ def _population(problem, seed, ties, P=6, dtype=np.float32):
 
 
 @pytest.mark.parametrize("impl", IMPLS)
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=problems)
 def test_float32_matches_reference(impl, case):
     problem, seed, ties = case
@@ -111,7 +111,7 @@ def test_float32_matches_reference(impl, case):
 
 
 @pytest.mark.parametrize("impl", IMPLS)
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=problems)
 def test_float64_matches_reference(impl, case):
     problem, seed, ties = case

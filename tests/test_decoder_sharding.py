@@ -44,7 +44,7 @@ SCRIPT = textwrap.dedent("""
 """)
 
 
-IMPLS = ("simple",)
+IMPLS = ("simple", "lanes")
 
 
 def test_sharded_population_on_4_cpu_devices():

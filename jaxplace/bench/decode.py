@@ -1,0 +1,151 @@
+"""`jaxplace bench decode`: population decoding throughput, against the C++ yardstick.
+
+Builds the yardstick's seeded random DAG and float32 population (running
+../shared/tools/yardstick.py into a temporary folder when --yardstick is given, else
+generating the same DAG in-process), scores it with `jaxplace.decoder.evaluate`, and
+prints candidates per second, compile time, peak memory and, with the yardstick, the
+speed ratio and the maximum relative cost difference.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import re
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+HELP = "decoder throughput (candidates/s), compile time, memory; vs the C++ yardstick"
+
+
+def add_arguments(p) -> None:
+    p.add_argument("--n", type=int, default=200, help="nodes of the random DAG")
+    p.add_argument("--k", type=int, default=16, help="blocks")
+    p.add_argument("--pop", type=int, default=2000, help="population size")
+    p.add_argument("--p", type=float, default=0.03, help="edge probability")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--repeat", type=int, default=3, help="timed repetitions (best kept)")
+    p.add_argument("--yardstick", default=None,
+                   help="folder holding yardstick.py (e.g. ../shared/tools)")
+    p.add_argument("--precision", choices=("float32", "float64"), default="float32")
+    p.add_argument("--impl", choices=("lanes", "simple"), default=None,
+                   help="decoder implementation (default: the library default)")
+    p.add_argument("--chunk-size", type=int, default=None)
+
+
+def random_dag(n: int, p: float, seed: int):
+    """The yardstick's random DAG (same recipe, same seed -> same graph)."""
+    rng = random.Random(seed)
+    nodes = [dict(id=v, work=rng.uniform(0.1, 10.0), size_param=0.0,
+                  size_out=rng.uniform(0.1, 5.0)) for v in range(n)]
+    order = list(range(n))
+    rng.shuffle(order)
+    edges = [(order[i], order[j]) for i in range(n) for j in range(i + 1, n)
+             if rng.random() < p]
+    return nodes, edges
+
+
+def _graph_from_nodes(nodes, edges):
+    import networkx as nx
+
+    from jaxplace.graph import CompGraph
+
+    G = nx.DiGraph()
+    for d in nodes:
+        G.add_node(d["id"], **{k: v for k, v in d.items() if k != "id"})
+    G.add_edges_from(edges)
+    return CompGraph.from_networkx(G)
+
+
+def _run_yardstick(a, out: str):
+    """Run yardstick.py; returns (graph, pop, costs, list of its candidates/s)."""
+    import networkx as nx
+
+    from jaxplace.graph import CompGraph
+
+    script = os.path.join(a.yardstick, "yardstick.py")
+    r = subprocess.run([sys.executable, script, "--n", str(a.n), "--p", str(a.p),
+                        "--k", str(a.k), "--pop", str(a.pop), "--seed", str(a.seed),
+                        "--out", out], capture_output=True, text=True, check=True)
+    rates = [_rate(r.stdout + r.stderr)]
+    for _ in range(max(a.repeat - 1, 0)):  # re-time the compiled refslice
+        rr = subprocess.run([os.path.join(out, "refslice"), os.path.join(out, "graph.txt"),
+                             os.path.join(out, "pop.bin"), str(a.k)],
+                            capture_output=True, text=True, check=True)
+        rates.append(_rate(rr.stderr))
+    with open(os.path.join(out, "graph.json")) as f:
+        G = nx.node_link_graph(json.load(f), edges="edges")
+    graph = CompGraph.from_networkx(G)
+    return graph, np.load(os.path.join(out, "pop.npy")), np.load(
+        os.path.join(out, "costs.npy")), rates
+
+
+def _rate(text: str) -> float:
+    m = re.search(r"([0-9.]+) per second", text)
+    if not m:
+        raise RuntimeError(f"cannot read the yardstick's rate from: {text!r}")
+    return float(m.group(1))
+
+
+def _device_memory() -> str:
+    import jax
+
+    stats = jax.devices()[0].memory_stats()
+    if not stats:
+        return "not reported by this backend"
+    peak = stats.get("peak_bytes_in_use")
+    return f"{peak / 2**20:.1f} MiB peak" if peak is not None else str(stats)
+
+
+def run(a) -> int:
+    import jax
+
+    from jaxplace.decoder import evaluate as evaluate_fn
+    from jaxplace.problem import Problem
+
+    ys_rates, ys_costs = None, None
+    with tempfile.TemporaryDirectory() as tmp:
+        if a.yardstick:
+            graph, pop, ys_costs, ys_rates = _run_yardstick(a, tmp)
+        else:
+            graph = _graph_from_nodes(*random_dag(a.n, a.p, a.seed))
+            pop = np.random.default_rng(a.seed).random((a.pop, a.n), dtype=np.float32)
+    problem = Problem(graph, a.k)
+    kw = dict(precision=a.precision, chunk_size=a.chunk_size)
+    if a.impl:
+        kw["impl"] = a.impl
+    print(f"graph: n={graph.num_nodes} m={graph.num_edges} k={a.k} pop={a.pop} "
+          f"precision={a.precision} devices={len(jax.devices())} "
+          f"({jax.devices()[0].platform})")
+    t0 = time.perf_counter()
+    costs = evaluate_fn(problem, pop, **kw)
+    first = time.perf_counter() - t0
+    times = []
+    for _ in range(max(a.repeat, 1)):
+        t0 = time.perf_counter()
+        costs = evaluate_fn(problem, pop, **kw)
+        times.append(time.perf_counter() - t0)
+    best = min(times)
+    rate = a.pop / best
+    print(f"jaxplace: {rate:.1f} candidates/s (best of {len(times)}: {best:.4f} s; "
+          f"all: {', '.join(f'{t:.3f}' for t in times)})")
+    print(f"compile time: {max(first - best, 0.0):.2f} s (first call {first:.2f} s)")
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"peak host RSS: {rss:.1f} MiB; device memory: {_device_memory()}")
+    if ys_rates is not None:
+        ys = max(ys_rates)
+        print(f"yardstick (C++, 1 core): {ys:.1f} candidates/s (best of {len(ys_rates)}: "
+              f"{', '.join(f'{r:.0f}' for r in ys_rates)})")
+        print(f"speed ratio jaxplace/yardstick: {rate / ys:.2f}x")
+        fin = np.isfinite(ys_costs)
+        rel = np.abs(costs[fin] - ys_costs[fin]) / np.maximum(np.abs(ys_costs[fin]), 1e-300)
+        same_inf = np.array_equal(np.isinf(costs), np.isinf(ys_costs))
+        print(f"max relative cost difference: {rel.max(initial=0.0):.3g} "
+              f"(infinities agree: {same_inf})")
+    return 0
