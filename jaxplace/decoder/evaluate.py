@@ -249,10 +249,9 @@ def evaluate(problem: Problem, X, *, precision: str = "float32",
         memory_budget: bytes of device memory one chunk may use.
         impl: "lanes" (population-minor fast path) or "simple" (vmapped oracle).
 
-    Multi-host: start every process with `jax.distributed.initialize()` and pass
-    `devices=jax.devices()` (all hosts' devices); each process must call `evaluate`
-    with the same X. For independent per-host populations, call it with
-    `devices=jax.local_devices()` on each host instead.
+    Multi-host (see docs/decoder.md): after `jax.distributed.initialize()`, call it in
+    each process on that host's rows with `devices=jax.local_devices()`; one array
+    sharded over all hosts is not supported here (results are fetched to NumPy).
     """
     with jax.enable_x64(precision == "float64"):
         spec, g, Z, use_keys = _prepare(problem, X, precision)
