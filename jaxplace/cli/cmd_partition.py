@@ -4,12 +4,8 @@ from __future__ import annotations
 
 import time
 
-import numpy as np
-
 from jaxplace.cli._common import add_input_args, load_input, positive_int
 from jaxplace.cost import evaluate_partition, simple_lower_bound
-from jaxplace.progress import bar
-from jaxplace.reference import decode_reference
 from jaxplace.report import stage_table
 
 
@@ -30,50 +26,55 @@ def add_parser(sub) -> None:
 
 def random_reference(problem, budget: int, seed: int, time_limit: float | None,
                      progress: bool | None = None):
-    """Best of `budget` uniform priority vectors through the NumPy reference decoder.
+    """Best of `budget` random vectors through the NumPy reference (the slow oracle).
 
-    Ctrl-C stops early and keeps the best partition found so far.
+    Kept for compatibility; see `jaxplace.search.baselines.random_reference`.
     """
-    rng = np.random.default_rng(seed)
-    best, start, done = None, time.perf_counter(), 0
-    with bar(budget, "random", enabled=progress) as pb:
-        try:
-            for _ in range(budget):
-                part = decode_reference(problem, rng.random(problem.n))
-                done += 1
-                if best is None or part.cost < best.cost:
-                    best = part
-                    pb.set_postfix(best=f"{best.cost:.6g}")
-                pb.update(1)
-                if time_limit is not None and time.perf_counter() - start > time_limit:
-                    break
-        except KeyboardInterrupt:
-            if best is None:
-                raise
+    from jaxplace.search.baselines import random_reference as ref
+
+    best, done, _ = ref(problem, budget, seed, time_limit, progress=progress)
     return best, done
 
 
 def run(args) -> int:
     from jaxplace.formats import save_result
+    from jaxplace.search import search
 
     problem, source = load_input(args)
     t0 = time.perf_counter()
-    method = args.method or "random"
-    budget = args.budget or 200
-    best, evaluations = random_reference(problem, budget, args.seed, args.time_limit,
-                                         progress=False if args.quiet else None)
+    result = search(problem, args.method, budget=args.budget, seed=args.seed,
+                    time_limit=args.time_limit, progress=False if args.quiet else None)
     elapsed = time.perf_counter() - t0
+    best = result.partition
     cost = evaluate_partition(problem, best.assignment)
     lb = simple_lower_bound(problem)
-    print(f"{source}: n={problem.n} k={problem.k} method={method} "
-          f"evaluations={evaluations} time={elapsed:.2f}s")
+    print(f"{source}: n={problem.n} k={problem.k} method={result.method} "
+          f"evaluations={result.evaluations} time={elapsed:.2f}s"
+          + (" (stopped early)" if result.interrupted else ""))
     print(stage_table(problem, cost))
     ratio = cost.bottleneck / lb if lb > 0 else float("nan")
     print(f"bottleneck {cost.bottleneck:.6g}   lower bound {lb:.6g} (simple)   "
           f"ratio {ratio:.4f}")
+    extra = {"evaluations": result.evaluations}
+    timings = {"search_s": elapsed}
+    lower = lb
+    if args.certify:
+        try:
+            from jaxplace.bounds import certify
+        except ImportError:  # the bounds package is optional at this point
+            certify = None
+        if certify is None:
+            print("certify: jaxplace.bounds is not available")
+        else:
+            tc = time.perf_counter()
+            kw = {} if args.time_limit is None else {"time_limit": args.time_limit}
+            cert = certify(problem, partition=best, **kw)
+            timings["certify_s"] = time.perf_counter() - tc
+            print(cert.summary())
+            lower = max(lb, cert.lower_bound)
+            extra["certificate"] = cert.to_dict()
     if args.output:
-        save_result(args.output, problem, best, method=method, seed=args.seed,
-                    lower_bound=lb, source=source,
-                    timings={"search_s": elapsed}, extra={"evaluations": evaluations})
+        save_result(args.output, problem, best, method=result.method, seed=args.seed,
+                    lower_bound=lower, source=source, timings=timings, extra=extra)
         print(f"wrote {args.output}")
     return 0

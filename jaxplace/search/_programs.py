@@ -1,0 +1,223 @@
+"""Search programs for the compiled driver (see driver.py): evosax, random, local search.
+
+Every program is a frozen (hashable) dataclass holding only static configuration; the
+graph arrays and tunable parameters travel in `data`, a dict pytree:
+
+    data["g"]: DeviceGraph (padded to spec.N nodes)
+    data["la"]: (u, v, w) (E,) int32, int32, float32 edges for the arrangement cost
+    data["params"]: the evosax Params of the algorithm (EvosaxProgram only)
+
+Candidates are (P, N) float32 priority rows; columns >= n are padding that the
+decoder ignores.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from evosax.algorithms.population_based.base import PopulationBasedAlgorithm
+
+from jaxplace.decoder import score
+from jaxplace.decoder._layout import Spec, bucket
+from jaxplace.decoder.kahn import kahn_one, positions, priority_keys
+from jaxplace.problem import Problem
+
+
+# -- fitness --------------------------------------------------------------------------
+
+
+def orders_of(spec: Spec, g, X: jnp.ndarray) -> jnp.ndarray:
+    """(P, N) int32 Kahn orders of (P, N) priorities."""
+    keys = jax.vmap(priority_keys, in_axes=(0, None))(X, g.n)
+    return jax.vmap(kahn_one, in_axes=(None, None, 0))(spec, g, keys)
+
+
+def arrangement_cost(spec: Spec, data, X: jnp.ndarray) -> jnp.ndarray:
+    """(P,) linear-arrangement cost sum_e w(e) |pos(u) - pos(v)| of Kahn(x)."""
+    u, v, w = data["la"]
+    pos = jax.vmap(positions)(orders_of(spec, data["g"], X))  # (P, N)
+    return jnp.sum(w * jnp.abs(pos[:, u] - pos[:, v]).astype(jnp.float32), axis=1)
+
+
+def fitness(spec: Spec, kind: str, data, X: jnp.ndarray) -> jnp.ndarray:
+    """(P,) costs of (P, N) priorities: the decoder ("decode") or an arrangement."""
+    if kind == "decode":
+        return score(spec, data["g"], X)
+    return arrangement_cost(spec, data, X)
+
+
+def arrangement_edges(problem: Problem, weighted: bool):
+    """(u, v, w) edge arrays padded to a bucketed length (padding: weight 0).
+
+    w = 1 per DAG edge, or (weighted) the size / B of the tensors u sends to v.
+    """
+    g = problem.graph
+    if weighted:
+        pairs = {}
+        for t in range(g.num_tensors):
+            p = int(g.tensor_producer[t])
+            for c in g.tensor_consumers[g.tensor_ptr[t]:g.tensor_ptr[t + 1]]:
+                pairs[(p, int(c))] = pairs.get((p, int(c)), 0.0) + g.tensor_size[t]
+        e = np.array(sorted(pairs), dtype=np.int64).reshape(-1, 2)
+        w = np.array([pairs[tuple(x)] for x in e.tolist()]) / problem.bandwidth
+    else:
+        e = g.edges
+        w = np.ones(len(e))
+    E = bucket(max(len(e), 1))
+    u = np.zeros(E, np.int32)
+    v = np.zeros(E, np.int32)
+    ww = np.zeros(E, np.float32)
+    u[:len(e)], v[:len(e)], ww[:len(e)] = e[:, 0], e[:, 1], w
+    return jnp.asarray(u), jnp.asarray(v), jnp.asarray(ww)
+
+
+def neighbour_table(problem: Problem, N: int):
+    """((N, Dn) int32 undirected neighbours padded with 0, (N,) int32 degrees)."""
+    g = problem.graph
+    nb = [[] for _ in range(N)]
+    for u, v in g.edges.tolist():
+        nb[u].append(v)
+        nb[v].append(u)
+    deg = np.array([len(a) for a in nb], np.int32)
+    D = 1 << max(int(deg.max(initial=0)) - 1, 0).bit_length()  # power of two: few compiles
+    table = np.zeros((N, D), np.int32)
+    for i, a in enumerate(nb):
+        table[i, :len(a)] = a
+    return jnp.asarray(table), jnp.asarray(deg)
+
+
+def order_priorities(order: jnp.ndarray, N: int) -> jnp.ndarray:
+    """(N,) float32 priorities under which Kahn reproduces the topological `order`."""
+    return jnp.zeros(N, jnp.float32).at[order].set(
+        (N - jnp.arange(N, dtype=jnp.float32)) / N)
+
+
+# -- programs -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class EvosaxProgram:
+    """Any evosax algorithm (ask/tell) over a fitness; `algo` is cached per config."""
+
+    algo: object
+    spec: Spec
+    kind: str = "decode"
+
+    @property
+    def evaluations_per_step(self) -> int:
+        return self.algo.population_size
+
+    @property
+    def population_based(self) -> bool:
+        return isinstance(self.algo, PopulationBasedAlgorithm)
+
+    def init(self, data, key, X0):
+        f0 = fitness(self.spec, self.kind, data, X0)
+        params = data["params"]
+        if self.population_based:
+            state = self.algo.init(key, X0, f0, params)
+        else:
+            state = self.algo.init(key, X0[jnp.argmin(f0)], params)
+        return state, f0
+
+    def step(self, data, state, key):
+        k_ask, k_tell = jax.random.split(key)
+        params = data["params"]
+        X, state = self.algo.ask(k_ask, state, params)
+        f = fitness(self.spec, self.kind, data, X)
+        state, _ = self.algo.tell(k_tell, X, f, state, params)
+        return state, X, f
+
+    def __hash__(self):
+        return hash((id(self.algo), self.spec, self.kind))
+
+    def __eq__(self, other):
+        return (isinstance(other, EvosaxProgram) and self.algo is other.algo
+                and self.spec == other.spec and self.kind == other.kind)
+
+
+@dataclass(frozen=True)
+class RandomProgram:
+    """Independent uniform priority vectors, `batch` per step (random-T)."""
+
+    spec: Spec
+    batch: int
+    kind: str = "decode"
+
+    @property
+    def evaluations_per_step(self) -> int:
+        return self.batch
+
+    def init(self, data, key, X0):
+        return jnp.zeros((), jnp.int32), fitness(self.spec, self.kind, data, X0)
+
+    def step(self, data, carry, key):
+        X = jax.random.uniform(key, (self.batch, self.spec.N), jnp.float32)
+        return carry, X, fitness(self.spec, self.kind, data, X)
+
+
+@dataclass(frozen=True)
+class ShiftSearch:
+    """Batched local search on the order: (1 + batch) with plateau moves and restarts.
+
+    The incumbent is kept in canonical form x[order[i]] = (N - i) / N, so a candidate
+    that gives node v the priority of node u plus or minus half a step asks Kahn to
+    emit v right before or after u (as far as the precedences allow). Each candidate
+    applies `moves` such shifts (the first to a random node, the others each with
+    probability 1/2). Moves to a neighbour's position and to random positions are
+    mixed. The best candidate replaces the incumbent when it is no worse (walking
+    along plateaus of the bottleneck objective), which is what lets it shift work
+    across a cut that is not yet the bottleneck. Half the shifts move v next to one
+    of its graph neighbours (data["nbr"], see `neighbour_table`), half anywhere.
+    """
+
+    spec: Spec
+    batch: int
+    moves: int = 3
+
+    @property
+    def evaluations_per_step(self) -> int:
+        return self.batch
+
+    def canonical(self, data, x):
+        order = orders_of(self.spec, data["g"], x[None])[0]
+        return order_priorities(order, self.spec.N)
+
+    def init(self, data, key, X0):
+        f0 = fitness(self.spec, "decode", data, X0)
+        i = jnp.argmin(f0)
+        return (self.canonical(data, X0[i]), f0[i]), f0
+
+    def neighbours(self, data, x, key):
+        N, P = self.spec.N, self.batch
+        n = data["g"].n
+        k_v, k_u, k_s, k_on, k_nb, k_j = jax.random.split(key, 6)
+        shape = (P, self.moves)
+        v = jax.random.randint(k_v, shape, 0, n)
+        nbr, deg = data["nbr"]  # (N, Dn) int32 undirected neighbours, (N,) int32 degree
+        j = jax.random.randint(k_j, shape, 0, jnp.maximum(deg[v], 1))
+        near = jax.random.bernoulli(k_nb, 0.5, shape) & (deg[v] > 0)
+        u = jnp.where(near, nbr[v, j], jax.random.randint(k_u, shape, 0, n))
+        side = jnp.where(jax.random.bernoulli(k_s, 0.5, shape), 0.5, -0.5) / N
+        on = jax.random.bernoulli(k_on, 0.5, shape).at[:, 0].set(True)
+        X = jnp.broadcast_to(x, (P, N))
+        rows = jnp.arange(P)[:, None]
+        new = jnp.where(on, x[u] + side, X[rows, v])
+        return X.at[rows, v].set(new)
+
+    def step(self, data, carry, key):
+        x, fx = carry
+        X = self.neighbours(data, x, key)
+        f = fitness(self.spec, "decode", data, X)
+        i = jnp.argmin(f)
+        take = f[i] <= fx
+        x = jnp.where(take, self.canonical(data, X[i]), x)
+        fx = jnp.where(take, f[i], fx)
+        return (x, fx), X, f
+
+
+__all__ = ["EvosaxProgram", "RandomProgram", "ShiftSearch", "arrangement_cost",
+           "arrangement_edges", "fitness", "neighbour_table", "order_priorities", "orders_of"]

@@ -1,0 +1,290 @@
+"""Search: BRKGA (evosax interface), the compiled driver, methods, and optimality."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from brute import brute_force_optimum
+from strategies import same_cost
+
+import jaxplace as jp
+from jaxplace.search import ALGORITHMS, BRKGA, METHODS, Result, search
+from jaxplace.search import driver as driver_mod
+from jaxplace.search._programs import arrangement_cost, arrangement_edges
+from jaxplace.search.baselines import (
+    dfs_order,
+    order_to_priorities,
+    random_reference,
+    seed_priorities,
+)
+
+# float32 decoder costs versus the float64 reference: sums of <= n float32 terms.
+RTOL = 1e-5
+
+
+def small_graph(seed: int, n: int = 24) -> jp.CompGraph:
+    rng = np.random.default_rng(seed)
+    perm = rng.permutation(n)
+    edges = [(perm[i], perm[j]) for i in range(n) for j in range(i + 1, min(n, i + 4))
+             if rng.random() < 0.5]
+    return jp.CompGraph(rng.uniform(1, 10, n), edges, rng.uniform(0, 5, n),
+                        rng.uniform(0, 4, n))
+
+
+def tiny_problem(seed: int) -> jp.Problem:
+    rng = np.random.default_rng(1000 + seed)
+    n = int(rng.integers(3, 8))
+    perm = rng.permutation(n)
+    edges = [(perm[i], perm[j]) for i in range(n) for j in range(i + 1, n)
+             if rng.random() < 0.4]
+    g = jp.CompGraph(rng.integers(1, 30, n) / 10, edges, rng.integers(0, 30, n) / 10,
+                     rng.integers(0, 30, n) / 10)
+    memory = [None, 2.0][seed % 2]
+    capacity = [None, None, 6.0][seed % 3]
+    return jp.Problem(g, int(rng.integers(2, 4)), bandwidth=[1.0, 0.5][seed % 2],
+                      memory=memory, capacity=capacity)
+
+
+# -- BRKGA: evosax interface ------------------------------------------------------------
+
+
+def _brkga(pop=20, n=7):
+    algo = BRKGA(population_size=pop, solution=jnp.zeros(n))
+    return algo, algo.default_params
+
+
+def _sphere(X):
+    return jnp.sum((X - 0.3) ** 2, axis=1)
+
+
+def test_brkga_ask_tell_shapes_and_layout():
+    algo, params = _brkga()
+    key = jax.random.key(0)
+    X0 = jax.random.uniform(key, (20, 7))
+    f0 = _sphere(X0)
+    state = algo.init(key, X0, f0, params)
+    X, state = algo.ask(jax.random.key(1), state, params)
+    assert X.shape == (20, 7) and X.dtype == jnp.float32
+    # elites first: the 4 best of X0 (20% of 20), best first, unchanged
+    np.testing.assert_array_equal(np.asarray(X[:4]), np.asarray(X0[jnp.argsort(f0)[:4]]))
+    # mutants (10%: 2) are fresh keys in [0, 1); offspring genes come from the parents
+    assert np.all((np.asarray(X) >= 0) & (np.asarray(X) < 1))
+    parents = np.asarray(X0)
+    for row in np.asarray(X[6:]):
+        assert all(np.any(parents[:, j] == row[j]) for j in range(7))
+    state, metrics = algo.tell(jax.random.key(2), X, _sphere(X), state, params)
+    assert state.population.shape == (20, 7) and state.fitness.shape == (20,)
+    assert int(state.generation_counter) == 1
+    assert float(metrics["best_fitness"]) <= float(jnp.min(f0))
+
+
+def test_brkga_elites_survive_and_improve_monotonically():
+    algo, params = _brkga()
+    key = jax.random.key(3)
+    X = jax.random.uniform(key, (20, 7))
+    state = algo.init(key, X, _sphere(X), params)
+    best = []
+    for i in range(30):
+        k1, k2, key = jax.random.split(key, 3)
+        X, state = algo.ask(k1, state, params)
+        f = _sphere(X)
+        best.append(float(jnp.min(f)))
+        state, _ = algo.tell(k2, X, f, state, params)
+    assert all(b2 <= b1 for b1, b2 in zip(best, best[1:], strict=False))
+    assert best[-1] < best[0]
+
+
+def test_brkga_jit_no_recompile_and_deterministic():
+    algo, params = _brkga()
+    key = jax.random.key(0)
+    X0 = jax.random.uniform(key, (20, 7))
+    state = algo.init(key, X0, _sphere(X0), params)
+    X1, _ = algo.ask(jax.random.key(5), state, params)
+    size = BRKGA.ask._cache_size()
+    for s in range(3):
+        X, st2 = algo.ask(jax.random.key(10 + s), state, params)
+        state, _ = algo.tell(jax.random.key(20 + s), X, _sphere(X), st2, params)
+    # tuned hyperparameters are traced, not static: no recompile either
+    algo.ask(jax.random.key(7), state, params.replace(rho=0.9, elite_fraction=0.3))
+    assert BRKGA.ask._cache_size() == size
+    X2, _ = algo.ask(jax.random.key(5), algo.init(key, X0, _sphere(X0), params), params)
+    np.testing.assert_array_equal(np.asarray(X1), np.asarray(X2))
+    X3, _ = algo.ask(jax.random.key(6), algo.init(key, X0, _sphere(X0), params), params)
+    assert not np.array_equal(np.asarray(X1), np.asarray(X3))
+
+
+def test_brkga_scans_and_vmaps_over_params():
+    algo, params = _brkga()
+    key = jax.random.key(0)
+    X0 = jax.random.uniform(key, (20, 7))
+    state = algo.init(key, X0, _sphere(X0), params)
+
+    def run(params, state):
+        def body(state, k):
+            k1, k2 = jax.random.split(k)
+            X, state = algo.ask(k1, state, params)
+            state, m = algo.tell(k2, X, _sphere(X), state, params)
+            return state, m["best_fitness"]
+        return jax.lax.scan(body, state, jax.random.split(key, 10))[1]
+
+    rhos = params.replace(rho=jnp.array([0.5, 0.7, 0.9]))
+    out = jax.jit(jax.vmap(run, in_axes=(jax.tree.map(lambda x: 0 if jnp.ndim(x) else None,
+                                                       rhos), None)))(rhos, state)
+    assert out.shape == (3, 10)
+
+
+def test_brkga_rejects_bad_fractions():
+    with pytest.raises(ValueError):
+        BRKGA(population_size=10, solution=jnp.zeros(3), elite_fraction=1.0)
+
+
+# -- search methods ---------------------------------------------------------------------
+
+REQUIRED = ["default", "random", "brkga", "mla", "mla-weighted", "dfs", "SimpleGA",
+            "CMA_ES", "DifferentialEvolution", "PSO", "Open_ES"]
+
+
+def test_registry_holds_required_algorithms():
+    for name in ["BRKGA", "SimpleGA", "CMA_ES", "DifferentialEvolution", "PSO", "Open_ES"]:
+        assert name in ALGORITHMS
+    assert set(REQUIRED) <= set(METHODS) | {"brkga"}
+
+
+@pytest.mark.parametrize("method", REQUIRED)
+def test_every_method_returns_a_consistent_result(method):
+    p = jp.Problem(small_graph(1), 3)
+    r = search(p, method, budget=400, population_size=20, seed=0, progress=False)
+    assert isinstance(r, Result)
+    cost = jp.evaluate_partition(p, r.partition.assignment)
+    assert cost.feasible
+    assert same_cost(r.cost, cost.bottleneck)
+    assert r.cost >= jp.simple_lower_bound(p) * (1 - 1e-12)
+    # the priorities decode (float64 reference) to the reported cost
+    ref = jp.decode_reference(p, r.priorities)
+    assert np.isclose(ref.cost, r.cost, rtol=RTOL)
+    assert r.priorities.shape == (p.n,) and r.priorities.dtype == np.float32
+    assert 1 <= r.evaluations <= 1200
+    assert r.wall_time > 0
+    if method not in ("dfs", "mla", "mla-weighted"):  # mla's history is the arrangement
+        h = r.history
+        assert len(h) >= 1 and np.all(np.diff(h.best) <= 0) and np.all(np.diff(h.evaluations) > 0)
+        assert np.isclose(h.best[-1], r.cost, rtol=RTOL)
+
+
+def test_method_names_case_insensitive_and_unknown():
+    p = jp.Problem(small_graph(2), 2)
+    assert search(p, "BRKGA", budget=40, population_size=20, progress=False).method == "brkga"
+    assert search(p, "cma_es", budget=40, population_size=20, progress=False).method == "CMA_ES"
+    with pytest.raises(jp.JaxplaceError, match="unknown method"):
+        search(p, "annealing-42")
+    with pytest.raises(jp.JaxplaceError):
+        search(p, "brkga", budget=0)
+
+
+def test_seeded_determinism():
+    p = jp.Problem(small_graph(3), 4)
+    a = search(p, "brkga", budget=600, population_size=20, seed=7, progress=False)
+    b = search(p, "brkga", budget=600, population_size=20, seed=7, progress=False)
+    np.testing.assert_array_equal(a.priorities, b.priorities)
+    assert a.cost == b.cost
+    np.testing.assert_array_equal(a.history.best, b.history.best)
+
+
+def test_brkga_beats_its_first_population():
+    p = jp.Problem(small_graph(4, n=40), 4)
+    r = search(p, "brkga", budget=2000, population_size=40, seed=0, progress=False)
+    assert r.history.best[-1] < r.history.best[0]
+
+
+def test_random_best_matches_reference_oracle():
+    p = jp.Problem(small_graph(5), 3)
+    r = search(p, "random", budget=300, seed=1, progress=False)
+    assert np.isclose(jp.evaluate_reference(p, r.priorities[None])[0], r.cost, rtol=RTOL)
+    part, done, x = random_reference(p, 50, seed=1, time_limit=None, progress=False)
+    assert done == 50 and np.isclose(jp.decode_reference(p, x).cost, part.cost)
+
+
+def test_time_limit_and_target_stop_early():
+    p = jp.Problem(small_graph(6, n=40), 4)
+    r = search(p, "brkga", budget=10**6, time_limit=0.0, progress=False)
+    assert r.interrupted and r.evaluations == 100
+    lb = jp.simple_lower_bound(p)
+    r = search(p, "brkga", budget=10**6, target_ratio=100.0, progress=False)
+    assert r.evaluations == 100 and not r.interrupted and r.cost <= 100 * lb
+
+
+def test_ctrl_c_keeps_best(monkeypatch):
+    p = jp.Problem(small_graph(7, n=40), 4)
+    calls = {"n": 0}
+    real = driver_mod._postfix
+
+    def flaky(pbar, best, lb):
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise KeyboardInterrupt
+        real(pbar, best, lb)
+
+    monkeypatch.setattr(driver_mod, "_postfix", flaky)
+    r = search(p, "brkga", budget=100_000, population_size=20, progress=False)
+    assert r.interrupted and r.evaluations < 100_000
+    assert np.isclose(jp.decode_reference(p, r.priorities).cost, r.cost, rtol=RTOL)
+
+
+def test_user_seeds_enter_the_population():
+    g = small_graph(8)
+    p = jp.Problem(g, 3)
+    x = order_to_priorities(dfs_order(g))
+    r = search(p, "brkga", budget=20, population_size=20, seeds=x[None], progress=False)
+    assert r.cost <= jp.decode_reference(p, x).cost * (1 + RTOL)
+
+
+# -- baselines --------------------------------------------------------------------------
+
+
+def test_dfs_and_level_orders_are_topological():
+    g = small_graph(9, n=30)
+    order = dfs_order(g)
+    jp.reference.check_order(g, order)  # raises if not a topological order
+    np.testing.assert_array_equal(jp.kahn(g, order_to_priorities(order)), order)
+    seeds = seed_priorities(g)
+    assert seeds.shape == (3, g.num_nodes)
+    pos = np.empty(g.num_nodes, int)
+    for x in seeds:
+        pos[jp.kahn(g, x)] = np.arange(g.num_nodes)
+        assert np.all(pos[g.edges[:, 0]] < pos[g.edges[:, 1]])
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_arrangement_cost_matches_numpy(weighted):
+    from jaxplace.decoder import device_graph
+
+    g = small_graph(10, n=20)
+    p = jp.Problem(g, 2)
+    spec, dg = device_graph(p)
+    data = {"g": dg, "la": arrangement_edges(p, weighted)}
+    X = np.asarray(jax.random.uniform(jax.random.key(0), (5, spec.N)), np.float32)
+    got = np.asarray(arrangement_cost(spec, data, jnp.asarray(X)))
+    for x, c in zip(X, got, strict=True):
+        pos = np.empty(g.num_nodes, int)
+        pos[jp.kahn(g, x[:g.num_nodes])] = np.arange(g.num_nodes)
+        want = 0.0
+        for t in range(g.num_tensors):
+            u = g.tensor_producer[t]
+            for v in g.tensor_consumers[g.tensor_ptr[t]:g.tensor_ptr[t + 1]]:
+                want += (g.tensor_size[t] if weighted else 0) * abs(pos[u] - pos[v])
+        if not weighted:
+            want = sum(abs(pos[u] - pos[v]) for u, v in g.edges)
+        assert np.isclose(c, want, rtol=RTOL)
+
+
+# -- optimality on tiny graphs -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_default_search_finds_brute_force_optimum(seed):
+    p = tiny_problem(seed)
+    opt = brute_force_optimum(p)
+    r = search(p, seed=seed, progress=False)
+    assert same_cost(r.cost, opt, rtol=1e-6), (r.cost, opt)
