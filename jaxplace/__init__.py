@@ -6,6 +6,7 @@
 """
 
 from jaxplace import generators, importers
+from jaxplace.bounds import Certificate, certify
 from jaxplace.cost import PartitionCost, evaluate_partition, simple_lower_bound
 from jaxplace.decoder import decode, evaluate, evaluate_graphs, make_evaluator
 from jaxplace.errors import JaxplaceError
@@ -19,11 +20,13 @@ from jaxplace.reference import Partition, decode_reference, evaluate_reference, 
 __version__ = "0.1.0"
 
 __all__ = [
+    "Certificate",
     "CompGraph",
     "JaxplaceError",
     "Partition",
     "PartitionCost",
     "Problem",
+    "certify",
     "decode",
     "decode_reference",
     "evaluate",
