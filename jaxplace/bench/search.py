@@ -1,0 +1,85 @@
+"""`jaxplace bench search`: search quality on seeded REGAL-like graphs (ICML 2024 table).
+
+For every graph of `jaxplace.generators.regal_set(count, seed)` and every k, runs each
+method and prints the geometric-mean ratio of its best cost to the simple lower bound
+(lower is better; mtpp.md section 4 has the paper's numbers), then the median wall
+time per run (compile time included in the first run of each padded shape).
+
+Method names: "random-T" (best of T uniform vectors), "brkga-PxG" (population P,
+G generations: "brkga-10x10" is the paper's brkga-100, "brkga-100x100" its
+brkga-10000), "mla", "mla-weighted", "dfs", "default", or any `jaxplace.search` method
+name (budget 10,000).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+
+import numpy as np
+
+HELP = "search quality table (geometric-mean ratio to the simple bound) on REGAL graphs"
+
+DEFAULT_METHODS = ("random-1,random-100,random-10000,brkga-10x10,brkga-100x100,mla,"
+                   "mla-weighted,brkga-1000x30,default")
+
+
+def add_arguments(p) -> None:
+    p.add_argument("--count", type=int, default=100, help="number of REGAL graphs")
+    p.add_argument("--ks", default="2,4,8,16,32,64", help="comma-separated k values")
+    p.add_argument("--methods", default=DEFAULT_METHODS, help="comma-separated methods")
+    p.add_argument("--seed", type=int, default=0, help="seed of the graph set and searches")
+    p.add_argument("--markdown", default=None, help="also write the tables to this file")
+
+
+def run_method(problem, name: str, seed: int):
+    """One search by bench name; returns the Result."""
+    from jaxplace.search import search
+
+    if m := re.fullmatch(r"random-(\d+)", name):
+        return search(problem, "random", budget=int(m[1]), seed=seed, progress=False)
+    if m := re.fullmatch(r"brkga-(\d+)x(\d+)", name):
+        P, G = int(m[1]), int(m[2])
+        return search(problem, "brkga", budget=P * G, population_size=P, seed=seed,
+                      progress=False)
+    return search(problem, name, seed=seed, progress=False)
+
+
+def _table(head, rows):
+    widths = [max(len(str(r[c])) for r in [head, *rows]) for c in range(len(head))]
+    fmt = lambda r: "| " + " | ".join(str(x).ljust(w) for x, w in zip(r, widths, strict=True)) + " |"  # noqa: E731
+    return "\n".join([fmt(head), "|" + "|".join("-" * (w + 2) for w in widths) + "|",
+                      *map(fmt, rows)])
+
+
+def run(args) -> int:
+    import jaxplace as jp
+    from jaxplace.generators import regal_set
+
+    ks = [int(k) for k in args.ks.split(",") if k.strip()]
+    methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+    graphs = list(regal_set(args.count, seed=args.seed))
+    ratios = {(m, k): [] for m in methods for k in ks}
+    times = {(m, k): [] for m in methods for k in ks}
+    t_all = time.perf_counter()
+    for i, g in enumerate(graphs):
+        for k in ks:
+            p = jp.Problem(g, k)
+            lb = jp.simple_lower_bound(p)
+            for m in methods:
+                r = run_method(p, m, args.seed + i)
+                ratios[m, k].append(r.cost / lb)
+                times[m, k].append(r.wall_time)
+        print(f"graph {i + 1}/{len(graphs)} (n={g.num_nodes}) done, "
+              f"{time.perf_counter() - t_all:.0f}s", flush=True)
+    head = ["method", *[f"k={k}" for k in ks]]
+    q = [[m, *[f"{np.exp(np.mean(np.log(ratios[m, k]))):.4f}" for k in ks]] for m in methods]
+    w = [[m, *[f"{np.median(times[m, k]):.2f}" for k in ks]] for m in methods]
+    text = (f"REGAL-like graphs: regal_set({args.count}, seed={args.seed}), k in {ks}\n\n"
+            "Geometric-mean ratio of the best cost to the simple lower bound:\n\n"
+            + _table(head, q) + "\n\nMedian wall time per run (s):\n\n" + _table(head, w))
+    print(text)
+    if args.markdown:
+        with open(args.markdown, "w") as f:
+            f.write(text + "\n")
+    return 0
