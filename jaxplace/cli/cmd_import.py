@@ -3,9 +3,6 @@ node-link JSON computation graph costed with the roofline model."""
 
 from __future__ import annotations
 
-import json
-import os
-import tempfile
 from pathlib import Path
 
 from jaxplace.errors import JaxplaceError
@@ -59,21 +56,10 @@ def dims_from_args(args) -> dict[str, int]:
 
 def write_graph_json(graph, path) -> None:
     """Write `graph` as node-link JSON, atomically (temp file + os.replace)."""
-    import networkx as nx
+    from jaxplace.formats import nodelink_data, write_json
 
-    data = nx.node_link_data(graph.to_networkx(), edges="edges")
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(data, f, indent=1)
-            f.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    write_json(path, nodelink_data(graph))
 
 
 def run(args) -> int:
