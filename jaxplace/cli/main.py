@@ -36,7 +36,21 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _host_devices() -> None:
+    """Expose every CPU core as a JAX host device (the decoder shards populations over
+    `jax.devices()`), unless XLA_FLAGS already sets the count. Must run before JAX
+    initializes its backend."""
+    import os
+
+    flags = os.environ.get("XLA_FLAGS", "")
+    if "xla_force_host_platform_device_count" not in flags:
+        count = max(os.cpu_count() or 1, 1)
+        os.environ["XLA_FLAGS"] = (
+            f"{flags} --xla_force_host_platform_device_count={count}".strip())
+
+
 def main(argv: list[str] | None = None) -> int:
+    _host_devices()
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "run", None):

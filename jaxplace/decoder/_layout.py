@@ -10,6 +10,7 @@ that scatters and gathers ignore (`mode="drop"` / `fill`).
 from __future__ import annotations
 
 import math
+import weakref
 from dataclasses import dataclass
 
 import jax.numpy as jnp
@@ -41,17 +42,36 @@ def pow2(x: int) -> int:
     return 1 << max(int(x) - 1, 0).bit_length()
 
 
+def deg_bucket(x: int) -> int:
+    """Degree bucket: exact up to 4, then 4 sizes per doubling (<= 25% padding)."""
+    x = max(int(x), 1)
+    if x <= 4:
+        return x
+    step = 2 ** (math.floor(math.log2(x)) - 2)
+    return -(-x // step) * step
+
+
 @dataclass(frozen=True)
 class Spec:
     """Static (hashable) shape configuration of one compiled decoder.
 
+    Orders and DP positions are over placement units (`jaxplace.units`): one unit per
+    node for plain graphs, colocation classes (and the cycles they create) contracted
+    otherwise.
+
     Attributes:
-        N: padded number of nodes (positions in an order).
+        N: padded number of units (positions in an order).
         T: padded number of tensors; index T is a size-0 dummy tensor.
-        D: padded number of tensors consumed per node (max in-degree in tensors).
-        S: padded number of successors per node (max out-degree).
-        K: rows of the DP table, min(k, N) (more blocks than nodes never help).
+        D: padded number of event slots per unit: tensors the unit is a member of
+            (consumes, or produces when a consumer may come first) whose transfer
+            ranges change when the unit is emitted. For plain graphs: the tensors a
+            node consumes.
+        S: padded number of successors per unit (max out-degree of the unit DAG).
+        K: accelerator rows of the DP table, min(k, N).
         use_param: whether any graph has an overflow budget or a hard capacity.
+        C: CPU blocks of the DP table, min(cpus, N) (0: accelerators only).
+        NX: padded number of nodes when units differ from nodes (0: X is per unit).
+        use_bad: whether some node is not supported on accelerators.
     """
 
     N: int
@@ -60,11 +80,23 @@ class Spec:
     S: int
     K: int
     use_param: bool
+    C: int = 0
+    NX: int = 0
+    use_bad: bool = False
+
+    @property
+    def width(self) -> int:
+        """Columns of the padded priority array X (nodes)."""
+        return self.NX or self.N
 
     def merge(self, other: Spec) -> Spec:
+        nx = max(self.NX, other.NX)
+        if nx:
+            nx = max(nx, self.N, other.N)
         return Spec(max(self.N, other.N), max(self.T, other.T), max(self.D, other.D),
                     max(self.S, other.S), max(self.K, other.K),
-                    self.use_param or other.use_param)
+                    self.use_param or other.use_param, max(self.C, other.C), nx,
+                    self.use_bad or other.use_bad)
 
 
 @struct.dataclass
@@ -73,34 +105,109 @@ class DeviceGraph:
 
     Costs are pre-divided by the bandwidth B where the cost model divides them.
     Shapes below are for one graph; a stacked batch of G graphs adds a leading axis.
+    Per-"node" arrays are per placement unit (== node for plain graphs).
     """
 
-    work: jnp.ndarray  # (N,) float: work of each node (0 for padding)
-    out_size: jnp.ndarray  # (N,) float: sum of the node's consumed output tensors / B
-    param: jnp.ndarray  # (N,) float: size_param
-    indeg: jnp.ndarray  # (N,) int32: number of predecessors
-    succ: jnp.ndarray  # (N, S) int32: successors, padded with N (dropped)
-    in_t: jnp.ndarray  # (N, D) int32: tensors each node consumes, padded with T (dummy)
+    work: jnp.ndarray  # (N,) float: work of each unit (0 for padding)
+    out_size: jnp.ndarray  # (N,) float: sum of the unit's member output tensors / B
+    param: jnp.ndarray  # (N,) float: size_param of the unit
+    indeg: jnp.ndarray  # (N,) int32: number of predecessors in the unit DAG
+    succ: jnp.ndarray  # (N, S) int32: unit-DAG successors, padded with N (dropped)
+    in_t: jnp.ndarray  # (N, D) int32: event slots (tensors), padded with T (dummy)
     t_size: jnp.ndarray  # (T+1,) float: tensor size / B; the dummy T has size 0
-    t_prod: jnp.ndarray  # (T+1,) int32: producer node of each tensor (dummy: 0)
-    n: jnp.ndarray  # () int32: real number of nodes
-    k: jnp.ndarray  # () int32: number of blocks asked for
+    t_prod: jnp.ndarray  # (T+1,) int32: producer unit of each tensor (dummy: 0)
+    n: jnp.ndarray  # () int32: real number of units
+    k: jnp.ndarray  # () int32: number of accelerator blocks asked for
     memory: jnp.ndarray  # () float: overflow budget M (inf: none)
     capacity: jnp.ndarray  # () float: hard parameter limit per block (inf: none)
     inv_bw: jnp.ndarray  # () float: 1 / B (overflow is divided by B)
+    plus: jnp.ndarray  # (N,) float: work + sizes of every member tensor / B
+    t_init: jnp.ndarray  # (T+1,) int32: 1 when the producer always comes first
+    bad: jnp.ndarray  # (N,) int32: 1 when the unit holds an unsupported node
+    cpu: jnp.ndarray  # (N,) float: summed cpu_latency of the unit
+    unit_of: jnp.ndarray  # (width,) int32: unit of each node, padding -> N (dropped)
+    cpus: jnp.ndarray  # () int32: number of CPU blocks asked for
+
+
+def _direct_pairs(units) -> set:
+    ptr, idx = units.succ_ptr, units.succ_idx
+    src = np.repeat(np.arange(len(ptr) - 1), np.diff(ptr))
+    return set(zip(src.tolist(), idx.tolist(), strict=True))
+
+
+_structures: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def graph_structure(graph) -> dict:
+    """Unit-level arrays of a graph that do not depend on the Problem (cached).
+
+    Member tensors: a tensor whose members (producer and consumer units) span at
+    least two units and whose size is positive; only they cost transfers. Every
+    member unit gets an event slot for it, except the producer when all consumer
+    units are its direct unit-DAG successors (then it always comes first: t_init).
+    """
+    hit = _structures.get(graph)
+    if hit is not None:
+        return hit
+    units = graph.units
+    U = units.num_units
+    uof = units.unit_of
+    T = graph.num_tensors
+    t_prod = uof[graph.tensor_producer] if T else np.zeros(0, dtype=np.int64)
+    slots = [[] for _ in range(U)]
+    t_init = np.zeros(T, dtype=bool)
+    size_units = np.zeros(U)  # sum of member tensor sizes (not yet / B)
+    out_units = np.zeros(U)
+    trivial = units.trivial
+    direct = None if trivial else _direct_pairs(units)
+    sizes = graph.tensor_size
+    for t in range(T):
+        s = float(sizes[t])
+        cons = graph.consumers(t)
+        if s == 0 or len(cons) == 0:
+            continue
+        pu = int(t_prod[t])
+        cu = np.unique(uof[cons])
+        cu = cu[cu != pu]
+        if len(cu) == 0:
+            continue
+        first = trivial or all((pu, int(c)) in direct for c in cu)
+        t_init[t] = first
+        if not first:
+            slots[pu].append(t)
+        for c in cu.tolist():
+            slots[c].append(t)
+        size_units[pu] += s
+        size_units[cu] += s
+        out_units[pu] += s
+    counts = np.array([len(x) for x in slots], dtype=np.int64)
+    ptr = np.concatenate([[0], np.cumsum(counts)])
+    idx = np.array([t for x in slots for t in x], dtype=np.int64)
+    out = dict(
+        U=U, unit_of=uof, trivial=trivial, slot_ptr=ptr, slot_idx=idx, t_prod=t_prod,
+        t_init=t_init, size_units=size_units, out_units=out_units,
+        work=np.bincount(uof, weights=graph.work, minlength=U),
+        param=np.bincount(uof, weights=graph.size_param, minlength=U),
+        indeg=np.diff(units.pred_ptr), succ_ptr=units.succ_ptr, succ_idx=units.succ_idx)
+    _structures[graph] = out
+    return out
 
 
 def problem_spec(problem: Problem) -> Spec:
     """The smallest bucketed Spec that holds `problem`."""
     g = problem.graph
-    n = g.num_nodes
-    N = bucket(n)
+    st = graph_structure(g)
+    U = st["U"]
+    N = bucket(U)
     T = bucket(max(g.num_tensors, 1))
-    D = pow2(max(int(np.diff(g.in_ptr).max(initial=0)), 1))
-    S = pow2(max(int(np.diff(g.succ_ptr).max(initial=0)), 1))
+    D = deg_bucket(int(np.diff(st["slot_ptr"]).max(initial=0)))
+    S = pow2(max(int(np.diff(st["succ_ptr"]).max(initial=0)), 1))
     K = min(problem.k, N)
     use_param = problem.memory is not None or problem.capacity is not None
-    return Spec(N, T, D, S, K, use_param)
+    C = min(problem.cpus, N)
+    NX = 0 if st["trivial"] else max(bucket(g.num_nodes), N)
+    use_bad = bool(np.any(~problem.supported))
+    return Spec(N, T, D, S, K, use_param, C, NX, use_bad)
 
 
 def _padded_csr(ptr: np.ndarray, idx: np.ndarray, rows: int, width: int,
@@ -116,33 +223,45 @@ def _padded_csr(ptr: np.ndarray, idx: np.ndarray, rows: int, width: int,
 def host_graph(problem: Problem, spec: Spec) -> dict[str, np.ndarray]:
     """NumPy float64 arrays of the DeviceGraph of `problem` padded to `spec`."""
     g, B = problem.graph, problem.bandwidth
-    n, N, T = g.num_nodes, spec.N, spec.T
-    if n > N or g.num_tensors > T or problem.k < 1:
-        raise JaxplaceError(f"graph (n={n}, tensors={g.num_tensors}) does not fit the "
-                            f"padded shape (N={N}, T={T})", field="spec")
-    if np.diff(g.in_ptr).max(initial=0) > spec.D or np.diff(g.succ_ptr).max(
+    st = graph_structure(g)
+    n, U, N, T = g.num_nodes, st["U"], spec.N, spec.T
+    W = spec.width
+    if U > N or n > W or g.num_tensors > T or problem.k < 1:
+        raise JaxplaceError(f"graph (n={n}, units={U}, tensors={g.num_tensors}) does not "
+                            f"fit the padded shape (N={N}, width={W}, T={T})", field="spec")
+    if np.diff(st["slot_ptr"]).max(initial=0) > spec.D or np.diff(st["succ_ptr"]).max(
             initial=0) > spec.S:
         raise JaxplaceError("graph degree exceeds the padded shape", field="spec")
-    has_cons = np.diff(g.tensor_ptr) > 0
-    out_size = np.zeros(N)
-    out_size[:n] = np.bincount(g.tensor_producer, weights=g.tensor_size * has_cons,
-                               minlength=n) / B
-    pad = lambda a: np.concatenate([a, np.zeros(N - n)])  # noqa: E731
+    if (problem.cpus and not spec.C) or (not spec.NX and not st["trivial"]) or (
+            not spec.use_bad and not problem.supported.all()):
+        raise JaxplaceError("the padded shape lacks CPU rows, units or unsupported-node "
+                            "handling this problem needs", field="spec")
+    uof = st["unit_of"]
+    pad = lambda a: np.concatenate([a, np.zeros(N - U)])  # noqa: E731
     t_size = np.zeros(T + 1)
     t_size[:g.num_tensors] = g.tensor_size / B
     t_prod = np.zeros(T + 1, dtype=np.int32)
-    t_prod[:g.num_tensors] = g.tensor_producer
+    t_prod[:g.num_tensors] = st["t_prod"]
+    t_init = np.zeros(T + 1, dtype=np.int32)
+    t_init[:g.num_tensors] = st["t_init"]
     indeg = np.zeros(N, dtype=np.int32)
-    indeg[:n] = np.diff(g.pred_ptr)
+    indeg[:U] = st["indeg"]
+    unit_of = np.full(W, N, dtype=np.int32)
+    unit_of[:n] = uof
+    bad = np.zeros(N, dtype=np.int32)
+    bad[:U] = np.bincount(uof, weights=~problem.supported, minlength=U) > 0
     return dict(
-        work=pad(g.work), out_size=out_size, param=pad(g.size_param), indeg=indeg,
-        succ=_padded_csr(g.succ_ptr, g.succ_idx, N, spec.S, N),
-        in_t=_padded_csr(g.in_ptr, g.in_tensors, N, spec.D, T),
+        work=pad(st["work"]), out_size=pad(st["out_units"] / B), param=pad(st["param"]),
+        indeg=indeg, succ=_padded_csr(st["succ_ptr"], st["succ_idx"], N, spec.S, N),
+        in_t=_padded_csr(st["slot_ptr"], st["slot_idx"], N, spec.D, T),
         t_size=t_size, t_prod=t_prod,
-        n=np.int32(n), k=np.int32(problem.k),
+        n=np.int32(U), k=np.int32(problem.k),
         memory=np.float64(np.inf if problem.memory is None else problem.memory),
         capacity=np.float64(np.inf if problem.capacity is None else problem.capacity),
-        inv_bw=np.float64(1.0 / B))
+        inv_bw=np.float64(1.0 / B),
+        plus=pad(st["work"] + st["size_units"] / B), t_init=t_init, bad=bad,
+        cpu=pad(np.bincount(uof, weights=problem.cpu_latency, minlength=U)),
+        unit_of=unit_of, cpus=np.int32(problem.cpus))
 
 
 def device_graph(problem: Problem, spec: Spec | None = None,

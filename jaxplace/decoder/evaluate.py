@@ -73,6 +73,7 @@ def score_one(spec: Spec, g: DeviceGraph, x: jnp.ndarray) -> jnp.ndarray:
 def score_keys(spec: Spec, g: DeviceGraph, keys: jnp.ndarray, *,
                impl: str = IMPL) -> jnp.ndarray:
     """(P,) costs for (P, N) int32 keys. `impl`: "lanes" (fast) or "simple" (vmap)."""
+    _check_impl(spec, impl)
     if impl == "simple":
         return jax.vmap(partial(score_one_keys, spec), in_axes=(None, 0))(g, keys)
     from jaxplace.decoder import lanes
@@ -80,13 +81,35 @@ def score_keys(spec: Spec, g: DeviceGraph, keys: jnp.ndarray, *,
     return lanes.score_keys(spec, g, keys)
 
 
-def score(spec: Spec, g: DeviceGraph, X: jnp.ndarray, *, impl: str = IMPL) -> jnp.ndarray:
-    """(P,) bottleneck costs for (P, N) padded priorities (columns >= n ignored).
+def unit_priorities(spec: Spec, g: DeviceGraph, X: jnp.ndarray) -> jnp.ndarray:
+    """(P, N) unit priorities (the max over each unit's members) of (P, width) X."""
+    if not spec.NX:
+        return X
+    return jax.ops.segment_max(X.T, g.unit_of, num_segments=spec.N + 1)[:spec.N].T
 
-    Pure and jittable; `spec` must be static. Use `device_graph(problem)` for
-    `(spec, g)`.
+
+def _check_impl(spec: Spec, impl: str) -> None:
+    if impl not in ("lanes", "simple"):
+        raise JaxplaceError(f"must be 'lanes' or 'simple', got {impl!r}", field="impl")
+    if impl == "simple" and (spec.NX or spec.C or spec.use_bad):
+        raise JaxplaceError("the simple decoder handles plain graphs only (no "
+                            "colocation, training graphs, CPUs or unsupported nodes)",
+                            field="impl")
+
+
+def score(spec: Spec, g: DeviceGraph, X: jnp.ndarray, *, impl: str = IMPL) -> jnp.ndarray:
+    """(P,) bottleneck costs for (P, spec.width) padded node priorities.
+
+    Columns >= n are ignored. Pure and jittable; `spec` must be static. Use
+    `device_graph(problem)` for `(spec, g)`.
     """
-    keys = jax.vmap(priority_keys, in_axes=(0, None))(X, g.n)
+    _check_impl(spec, impl)
+    U = unit_priorities(spec, g, X)
+    if impl == "lanes":
+        from jaxplace.decoder import lanes
+
+        return lanes.score_prio(spec, g, U)
+    keys = jax.vmap(priority_keys, in_axes=(0, None))(U, g.n)
     return score_keys(spec, g, keys, impl=impl)
 
 
@@ -122,7 +145,7 @@ def make_evaluator(problem: Problem, *, precision: str = "float32", impl: str = 
 
     def fn(X: jnp.ndarray) -> jnp.ndarray:
         X = jnp.asarray(X)
-        Xp = jnp.pad(X, ((0, 0), (0, spec.N - n)))
+        Xp = jnp.pad(X, ((0, 0), (0, spec.width - n)))
         return score(spec, g, Xp, impl=impl)
 
     return fn, g
@@ -174,7 +197,9 @@ def chunk_size_for(spec: Spec, itemsize: int, budget: int = DEFAULT_MEMORY_BUDGE
     """Largest power-of-two chunk (a multiple of `multiple`) within `budget` bytes."""
     c = max(budget // max(bytes_per_candidate(spec, itemsize), 1), 1)
     # keep one chunk's DP table within CACHE_BYTES: the DP rereads it every step
-    c = min(c, max(CACHE_BYTES // (spec.K * (spec.N + 1) * itemsize), 8))
+    from jaxplace.decoder.lanes import table_rows
+
+    c = min(c, max(CACHE_BYTES // (table_rows(spec) * (spec.N + 1) * itemsize), 8))
     c = 1 << (int(c).bit_length() - 1)
     return max(c, multiple) // multiple * multiple
 
@@ -220,13 +245,28 @@ def _prepare(problem: Problem, X, precision: str):
     X = _check_X(problem, X)
     spec, g = _cached_graph(problem, precision)
     use_keys = np.dtype(X.dtype) != np.dtype(dtype)
-    n, N = problem.n, spec.N
+    n = problem.n
     if use_keys:
-        Z = host_priority_keys(X, n, N)
+        Z = host_priority_keys(_host_unit_priorities(problem, X), g_units(problem), spec.N)
     else:
-        Z = np.zeros((X.shape[0], N), dtype=X.dtype)
+        Z = np.zeros((X.shape[0], spec.width), dtype=X.dtype)
         Z[:, :n] = X
     return spec, g, Z, use_keys
+
+
+def g_units(problem: Problem) -> int:
+    return problem.graph.units.num_units
+
+
+def _host_unit_priorities(problem: Problem, X: np.ndarray) -> np.ndarray:
+    """(P, U) unit priorities in X's dtype, as `jaxplace.reference.kahn` takes them."""
+    units = problem.graph.units
+    if units.trivial:
+        return X
+    key = np.full((X.shape[0], units.num_units), -np.inf,
+                  dtype=np.result_type(X.dtype, np.float32))
+    np.maximum.at(key.T, units.unit_of, X.T)
+    return key.astype(X.dtype) if X.dtype.kind == "f" else key
 
 
 def evaluate(problem: Problem, X, *, precision: str = "float32",
@@ -283,13 +323,15 @@ def evaluate(problem: Problem, X, *, precision: str = "float32",
 # -- decode ----------------------------------------------------------------------------
 
 
-@partial(jax.jit, static_argnames=("spec", "use_keys"))
-def _decode_run(spec, g, Z, *, use_keys):
+@partial(jax.jit, static_argnames=("spec", "use_keys", "orders_only"))
+def _decode_run(spec, g, Z, *, use_keys, orders_only=False):
     TRACE_COUNT["decode"] += 1
 
     def one(z):
-        keys = z if use_keys else priority_keys(z, g.n)
+        keys = z if use_keys else priority_keys(unit_priorities(spec, g, z[None])[0], g.n)
         order = kahn_one(spec, g, keys)
+        if orders_only:
+            return order
         cost, ch = slice_one(spec, g, order, with_choice=True)
         return order, cost, ch
 
@@ -336,9 +378,24 @@ def decode(problem: Problem, x, *, precision: str = "float32"):
         Zp[:P] = Z
         if use_keys:
             Zp[P:] = np.arange(spec.N - 1, -1, -1, dtype=np.int32)
-        order, _, ch = (np.asarray(a) for a in _decode_run(spec, g, Zp, use_keys=use_keys))
+        plain = not (spec.NX or spec.C or spec.use_bad)
+        out = _decode_run(spec, g, Zp, use_keys=use_keys, orders_only=not plain)
+        if plain:
+            order, _, ch = (np.asarray(a) for a in out)
+        else:
+            order = np.asarray(out)
     n = problem.n
-    parts = [_traceback(problem, order[i, :n].astype(np.int64), ch[i]) for i in range(P)]
+    if plain:
+        parts = [_traceback(problem, order[i, :n].astype(np.int64), ch[i])
+                 for i in range(P)]
+    else:  # units, CPUs: the device-typed DP of the reference on the host, float64
+        from jaxplace.reference import slice_order
+
+        units = problem.graph.units
+        U = units.num_units
+        parts = [slice_order(problem, np.concatenate(
+            [units.unit_members(int(u)) for u in order[i, :U]]).astype(np.int64))
+            for i in range(P)]
     return parts[0] if single else parts
 
 

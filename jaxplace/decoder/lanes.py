@@ -1,23 +1,34 @@
 """Population-minor ("lanes") Kahn + SliceGraph: the fast path behind `evaluate`.
 
-Same algorithm and numbers as `kahn.kahn_one` + `slicing.slice_one` (the simple,
-vmapped version, kept as the test oracle), laid out for wide SIMD:
+Same numbers as the NumPy reference (`jaxplace.reference.slice_order`), and, on plain
+graphs, as the simple vmapped version (`kahn.kahn_one` + `slicing.slice_one`, kept as
+a test oracle). Laid out for wide SIMD: every per-position array is (N, P), the
+population being the minor axis, so each step is a few elementwise passes over P
+lanes.
 
-- every per-node array is (N, P): the population is the minor axis, so each step of
-  Kahn and of the DP is a handful of elementwise operations over P lanes, and the
-  only per-lane irregular work (which node comes next, its tensors) is small (P,),
-  (D, P) or (S, P) gathers and scatters;
-- Kahn picks the ready node with the largest integer key: a max over N, then a
-  per-lane lookup of the node holding that key (keys are a permutation);
-- the segment-cost column c(., r) is updated by masked range additions, one fused
-  pass over (N, P) per step;
-- the DP inner loop min_l max(Q[j-1][l], c(l, r)) only looks at l < W(r), where the
-  window W grows block by block (static shapes: the scan over r is split into
-  `WINDOW_BLOCKS` scans of increasing window), which skips about half of the
-  l > r work a full-width scan would do.
+Positions are placement units (`jaxplace.units`; nodes for plain graphs).
 
-Memory per candidate is O(N K): the DP table (K, N+1), the column, the Kahn state
-and the tensor bookkeeping (T+1), never (N, N).
+1. Kahn over the unit DAG (`kahn_lanes`): the ready unit of highest priority, ties
+   to the smaller index, is one argmax over N of order-preserving integers of the
+   priorities (`sortable`; no sort of the population needed).
+2. Transfer events (`events_lanes`), all computed before the DP: in suffix form, the
+   segment-cost column is c_r(l) = sum_{i >= l} Dl_r[i] where Dl_r collects point
+   deltas of the columns <= r. Per member tensor (producer and consumer units,
+   at least two distinct units) with sorted member positions q_0 < ... < q_m: each
+   member q_i adds +s at q_i (static: folded into the unit's `plus` with its work),
+   -s at q_{i-1} (i >= 1), and the last member also -s at q_0. This is the column
+   event list of `reference._column_events` (consumers may precede the producer in
+   training graphs). q_{i-1} comes from a short scan that tracks the last member
+   position seen per tensor; only (D, P) gathers per step.
+3. The DP scan over r: scatter-add column r's (2D+1, P) events into Dl (in place),
+   one blocked suffix sum over the window gives c_r (partial sums are themselves
+   segment costs, so float32 does not lose precision to cancellation), then
+   parameters (prefix differences, as the reference), unsupported units (last
+   unsupported position), and the DP: Q[j][c][t] over j accelerators and c CPUs,
+   min_l max(Q[.][l], cost(l, r)) as a fused max + reduce. Only l < W(r) is looked
+   at, W growing with r (the scan over r is split into `WINDOW_BLOCKS` scans).
+
+Memory per candidate is O(N (K C + D)): the DP table, the event slab, never (N, N).
 """
 
 from __future__ import annotations
@@ -27,39 +38,71 @@ import jax.numpy as jnp
 from jax import lax
 
 from jaxplace.decoder._layout import DeviceGraph, Spec
-from jaxplace.decoder.kahn import EMITTED, NOT_READY
+from jaxplace.decoder.kahn import EMITTED
 
 #: The DP scan over r is split into this many scans with growing static windows.
-WINDOW_BLOCKS = 4
+WINDOW_BLOCKS = 8
+#: Block length of the blocked suffix sum (sequential within, recursive across).
+SUM_BLOCK = 16
+
+
+def table_rows(spec: Spec) -> int:
+    """Rows of the DP table: K (accelerators only) or (K+1)(C+1)."""
+    return spec.K if spec.C == 0 else (spec.K + 1) * (spec.C + 1)
 
 
 def bytes_per_candidate(spec: Spec, itemsize: int) -> int:
     """Estimated device bytes one candidate needs in the lanes decoder."""
-    N, K, T, D, S = spec.N, spec.K, spec.T, spec.D, spec.S
-    floats = K * (N + 1) * 2 + 6 * N + D * N  # Q, its per-step candidate slab, columns
-    ints = 6 * N + 3 * (T + 1) + N * D + 2 * S
+    N, T, D, S = spec.N, spec.T, spec.D, spec.S
+    E = 2 * D + 1
+    floats = table_rows(spec) * (N + 1) + 4 * (N + 1) + N * E + 4 * N
+    ints = N * E + 3 * N * D + 6 * N + 4 * (T + 1) + 2 * S
     return floats * itemsize + ints * 4
 
 
-def kahn_lanes(spec: Spec, g: DeviceGraph, keys: jnp.ndarray) -> jnp.ndarray:
-    """Topological orders of a population.
+#: Masked-out value in Kahn's argmax (below every priority's sortable integer).
+MASKED = -(1 << 31)
+
+
+def sortable(x: jnp.ndarray, n) -> jnp.ndarray:
+    """Order-preserving int32 (int64 for 64-bit x) of (N, P) priorities; -0.0 and +0.0
+    map to the same value; rows >= n (padding) map to MASKED + 1, below every real row.
+
+    Integer x (e.g. host-computed keys) is returned as is, padding set the same way.
+    """
+    N = x.shape[0]
+    pad = jnp.arange(N)[:, None] >= n
+    if jnp.issubdtype(x.dtype, jnp.floating):
+        it = jnp.int64 if x.dtype == jnp.float64 else jnp.int32
+        bits = lax.bitcast_convert_type(x + 0, it)  # + 0 turns -0.0 into +0.0
+        mag = jnp.asarray(jnp.iinfo(it).max, it)
+        x = bits ^ ((bits >> (jnp.iinfo(it).bits - 1)) & mag)
+    lowest = jnp.asarray(jnp.iinfo(x.dtype).min, x.dtype)
+    return jnp.where(pad, lowest + 1, x)
+
+
+def kahn_lanes(spec: Spec, g: DeviceGraph, prio: jnp.ndarray) -> jnp.ndarray:
+    """Topological orders of a population (over units).
 
     Args:
-        keys: (N, P) int32 Kahn keys (a permutation of 0..N-1 per lane, higher first).
+        prio: (N, P) integer priorities from `sortable` (higher first, ties to the
+            smaller index, padding lowest).
 
     Returns:
-        (N, P) int32: order[r, p] is the r-th node emitted for candidate p.
+        (N, P) int32: order[r, p] is the r-th unit emitted for candidate p.
     """
-    N, P = keys.shape
+    N, P = prio.shape
     lane = jnp.arange(P, dtype=jnp.int32)
-    iota = jnp.arange(N, dtype=jnp.int32)
-    node_of_key = jnp.zeros((N, P), jnp.int32).at[keys, lane[None, :]].set(
-        jnp.broadcast_to(iota[:, None], (N, P)))
     indeg0 = jnp.broadcast_to(g.indeg[:, None], (N, P))
+    masked = jnp.asarray(jnp.iinfo(prio.dtype).min, prio.dtype)
+
+    iota = jnp.arange(N, dtype=jnp.int32)[:, None]
 
     def step(indeg, _):
-        kmax = jnp.max(jnp.where(indeg == 0, keys, NOT_READY), axis=0)  # (P,)
-        u = node_of_key[kmax, lane]  # (P,)
+        # max, then the smallest index holding it (ties to the smaller unit); two
+        # plain reductions are faster on XLA:CPU than one variadic argmax
+        v = jnp.where(indeg == 0, prio, masked)
+        u = jnp.min(jnp.where(v == jnp.max(v, axis=0), iota, N), axis=0)
         succ = g.succ[u]  # (P, S), padded with N (dropped)
         indeg = indeg.at[succ, lane[:, None]].add(-1, mode="drop")
         indeg = indeg.at[u, lane].set(EMITTED)
@@ -69,6 +112,73 @@ def kahn_lanes(spec: Spec, g: DeviceGraph, keys: jnp.ndarray) -> jnp.ndarray:
     return order
 
 
+def _take(table: jnp.ndarray, idx: jnp.ndarray) -> jnp.ndarray:
+    """table[idx[..., p], p] for a (R, P) table and (..., P) indices."""
+    shape = idx.shape
+    out = jnp.take_along_axis(table, idx.reshape(-1, shape[-1]), axis=0,
+                              mode="promise_in_bounds")
+    return out.reshape(shape)
+
+
+def events_lanes(spec: Spec, g: DeviceGraph, order: jnp.ndarray):
+    """Point events of every column: (N, 2D+1, P) indices and (N, 2D+1, P) deltas.
+
+    Column r adds delta to Dl[index]; index N is a dump row (no event).
+    """
+    N, P = order.shape
+    T, D = spec.T, spec.D
+    lane = jnp.arange(P, dtype=jnp.int32)
+    iota = jnp.arange(N, dtype=jnp.int32)
+    pos = jnp.zeros((N, P), jnp.int32).at[order, lane[None, :]].set(
+        jnp.broadcast_to(iota[:, None], (N, P)))
+    ts_all = jnp.transpose(g.in_t[order], (0, 2, 1))  # (N, D, P) slot tensors
+    prod_pos = pos[g.t_prod]  # (T+1, P)
+    init = jnp.where(g.t_init[:, None] > 0, prod_pos, -1)
+
+    def step(last, xs):
+        r, ts = xs
+        prev = jnp.take_along_axis(last, ts, axis=0, mode="promise_in_bounds")
+        last = last.at[ts, lane[None, :]].set(r, mode="promise_in_bounds")
+        return last, prev
+
+    _, prev = lax.scan(step, init, (iota, ts_all))  # (N, D, P)
+    valid = ts_all < T
+    mpos = jnp.broadcast_to(pos[:, None, :], (N, D, P)).reshape(N * D, P)
+    seg_ids = g.in_t.reshape(-1)
+    t_last = jnp.maximum(jax.ops.segment_max(mpos, seg_ids, num_segments=T + 1),
+                         prod_pos)
+    t_first = jnp.minimum(jax.ops.segment_min(mpos, seg_ids, num_segments=T + 1),
+                          prod_pos)
+    done = valid & (_take(t_last, ts_all) == iota[:, None, None])
+    idx_prev = jnp.where(valid & (prev >= 0), prev, N)
+    idx_done = jnp.where(done, _take(t_first, ts_all), N)
+    s = g.t_size[ts_all]
+    ev_idx = jnp.concatenate(
+        [jnp.broadcast_to(iota[:, None, None], (N, 1, P)), idx_prev, idx_done], axis=1)
+    ev_val = jnp.concatenate([g.plus[order][:, None, :], -s, -s], axis=1)
+    return ev_idx, ev_val
+
+
+def suffix_sum(x: jnp.ndarray, block: int = SUM_BLOCK) -> jnp.ndarray:
+    """Inclusive suffix sums along axis 0 of (H, P): sequential within blocks of
+    `block` rows, recursively across blocks (XLA:CPU's cumsum is far slower)."""
+    H = x.shape[0]
+    if H <= block:
+        rows = [x[H - 1]]
+        for i in range(H - 2, -1, -1):
+            rows.append(rows[-1] + x[i])
+        return jnp.stack(rows[::-1])
+    nb = -(-H // block)
+    xp = jnp.pad(x, ((0, nb * block - H), (0, 0))).reshape((nb, block) + x.shape[1:])
+    cols = [xp[:, block - 1]]
+    for i in range(block - 2, -1, -1):
+        cols.append(cols[-1] + xp[:, i])
+    within = jnp.stack(cols[::-1], axis=1)  # (nb, block, P)
+    suf = suffix_sum(within[:, 0], block)  # (nb, P) inclusive over blocks
+    off = jnp.concatenate([suf[1:], jnp.zeros_like(suf[:1])])
+    return (within + off[:, None]).reshape((nb * block,) + x.shape[1:])[:H]
+
+
 def _windows(N: int) -> list[tuple[int, int]]:
     """(start, end) step ranges; steps r in [start, end) look at l < end."""
     nb = max(1, min(WINDOW_BLOCKS, N // 8))
@@ -76,78 +186,98 @@ def _windows(N: int) -> list[tuple[int, int]]:
     return [(lo, min(lo + width, N)) for lo in range(0, N, width)]
 
 
+def _minmax(Qs: jnp.ndarray, seg: jnp.ndarray) -> jnp.ndarray:
+    """min over l of max(Qs[..., l, :], seg[l, :])."""
+    return jnp.min(jnp.maximum(Qs, seg), axis=-2)
+
+
 def slice_lanes(spec: Spec, g: DeviceGraph, order: jnp.ndarray) -> jnp.ndarray:
-    """(P,) optimal bottleneck costs of the (N, P) orders (see `slicing.slice_one`)."""
+    """(P,) optimal bottleneck costs of the (N, P) unit orders."""
     N, P = order.shape
-    K, D = spec.K, spec.D
+    K, C = spec.K, spec.C
+    R = table_rows(spec)
     dt = g.work.dtype
     inf = jnp.asarray(jnp.inf, dt)
     lane = jnp.arange(P, dtype=jnp.int32)
     iota = jnp.arange(N, dtype=jnp.int32)
-    pos = jnp.zeros((N, P), jnp.int32).at[order, lane[None, :]].set(
-        jnp.broadcast_to(iota[:, None], (N, P)))
-    t_pos = pos[g.t_prod]  # (T+1, P)
-    t_last = jax.ops.segment_max(
-        jnp.broadcast_to(pos[:, None, :], (N, D, P)).reshape(N * D, P),
-        g.in_t.reshape(-1), num_segments=spec.T + 1)
-    t_last = jnp.maximum(t_last, -1)  # (T+1, P)
-    # per step, per lane: the node, its tensors and their sizes
-    ts_all = jnp.transpose(g.in_t[order], (0, 2, 1))  # (N, D, P)
-    wv_all = g.work[order] + g.out_size[order]  # (N, P)
-    pv_all = g.param[order]  # (N, P)
-
-    Q = jnp.full((K, N + 1, P), inf, dt).at[:, 0, :].set(0)
-    c = jnp.zeros((N, P), dt)
-    pc = jnp.zeros((N, P), dt)
-    last_seen = t_pos
+    ev_idx, ev_val = events_lanes(spec, g, order)
+    xs = {"r": iota, "ei": ev_idx, "ev": ev_val}
+    carry = {"Dl": jnp.zeros((N + 1, P), dt),
+             "Q": jnp.full((R, N + 1, P), inf, dt).at[:, 0, :].set(0)}
+    if spec.use_param:
+        xs["pv"] = g.param[order]
+        carry["PP"] = jnp.zeros((N + 1, P), dt)
+    if spec.use_bad:
+        xs["bv"] = g.bad[order]
+        carry["lb"] = jnp.full((P,), -1, jnp.int32)
+    if C:
+        xs["cv"] = g.cpu[order]
+        carry["CP"] = jnp.zeros((N + 1, P), dt)
+    zero = jnp.zeros((), jnp.int32)
 
     for lo, hi in _windows(N):
         ell = iota[:hi, None]  # (hi, 1) segment start l
 
-        def step(carry, xs, hi=hi, ell=ell):
-            c, pc, last_seen, Q = carry
-            r, ts, wv, pv = xs  # (), (D, P), (P,), (P,)
-            s = g.t_size[ts]  # (D, P)
-            a = jnp.take_along_axis(last_seen, ts, axis=0)  # (D, P)
-            tp = jnp.take_along_axis(t_pos, ts, axis=0)
-            tl = jnp.take_along_axis(t_last, ts, axis=0)
-            sub = jnp.where(tl == r, s, 0)
-            # materialize the (D, P) event data: otherwise XLA may fuse these gathers
-            # into the (hi, P) loop below and redo them for every l
-            s, a, tp, sub = lax.optimization_barrier((s, a, tp, sub))
+        def step(cr, x, hi=hi, ell=ell):
+            cr = dict(cr)
+            r = x["r"]
             live = ell <= r
-            add = wv[None, :]
-            dec = jnp.zeros((), dt)
-            for d in range(D):
-                add = add + jnp.where(ell > a[d][None, :], s[d][None, :], 0)
-                dec = dec + jnp.where(ell <= tp[d][None, :], sub[d][None, :], 0)
-            cw = c[:hi] + jnp.where(live, add, 0) - dec
-            c = c.at[:hi].set(cw)
-            last_seen = last_seen.at[ts, lane[None, :]].set(r)
-            seg = cw
+            Dl = cr["Dl"].at[x["ei"], lane[None, :]].add(x["ev"], mode="promise_in_bounds")
+            cr["Dl"] = Dl
+            seg = suffix_sum(Dl[:hi])
             if spec.use_param:
-                pw = pc[:hi] + jnp.where(live, pv[None, :], 0)
-                pc = pc.at[:hi].set(pw)
+                pp = cr["PP"][r] + x["pv"]
+                cr["PP"] = lax.dynamic_update_slice(cr["PP"], pp[None], (r + 1, zero))
+                pw = pp[None] - cr["PP"][:hi]
                 seg = seg + jnp.maximum(pw - g.memory, 0) * g.inv_bw
                 seg = jnp.where(pw > g.capacity, inf, seg)
+            if spec.use_bad:
+                lb = jnp.where(x["bv"] > 0, r, cr["lb"])
+                cr["lb"] = lb
+                seg = jnp.where(ell <= lb[None, :], inf, seg)
             seg = jnp.where(live, seg, inf)  # (hi, P)
-            if K > 1:
-                m = jnp.min(jnp.maximum(Q[:K - 1, :hi], seg[None]), axis=1)  # (K-1, P)
-                col = lax.cummin(jnp.concatenate([seg[:1], m]), axis=0)  # (K, P)
-            else:
+            Q = cr["Q"]
+            if C == 0:
                 col = seg[:1]
-            zero = jnp.zeros((), jnp.int32)
-            Q = lax.dynamic_update_slice(Q, col[:, None, :], (zero, r + 1, zero))
-            return (c, pc, last_seen, Q), None
+                if K > 1:
+                    col = jnp.concatenate([col, _minmax(Q[:K - 1, :hi], seg)])
+                col = lax.cummin(col, axis=0)  # (K, P)
+            else:
+                cp = cr["CP"][r] + x["cv"]
+                cr["CP"] = lax.dynamic_update_slice(cr["CP"], cp[None], (r + 1, zero))
+                cpu = jnp.where(live, cp[None] - cr["CP"][:hi], inf)
+                Qv = Q.reshape(C + 1, K + 1, N + 1, P)
+                a0 = seg[:1]  # c = 0, j = 1 (from Q[0][0] = [0, inf, ...])
+                if K > 1:
+                    a0 = jnp.concatenate([a0, _minmax(Qv[0, 1:K, :hi], seg)])
+                a = _minmax(Qv[1:, :K, :hi], seg)  # (C, K, P): targets j = 1..K
+                b1 = jnp.concatenate([cpu[:1], _minmax(Qv[0, 1:, :hi], cpu)])  # (K+1, P)
+                b = b1[None]
+                if C > 1:
+                    b = jnp.concatenate([b, _minmax(Qv[1:C, :, :hi], cpu)])  # (C, K+1, P)
+                x0 = jnp.concatenate([jnp.full((1, P), inf, dt), a0])[None]  # c = 0
+                xc = jnp.concatenate([b[:, :1], jnp.minimum(a, b[:, 1:])], axis=1)
+                col = jnp.concatenate([x0, xc])  # (C+1, K+1, P)
+                col = lax.cummin(lax.cummin(col, axis=1), axis=0).reshape(R, P)
+            cr["Q"] = lax.dynamic_update_slice(Q, col[:, None, :], (zero, r + 1, zero))
+            return cr, None
 
-        xs = (jnp.arange(lo, hi, dtype=jnp.int32), ts_all[lo:hi], wv_all[lo:hi],
-              pv_all[lo:hi])
-        (c, pc, last_seen, Q), _ = lax.scan(step, (c, pc, last_seen, Q), xs)
+        sl = {key: v[lo:hi] for key, v in xs.items()}
+        carry, _ = lax.scan(step, carry, sl)
 
-    row = jnp.minimum(g.k, K) - 1
-    return Q[row, N]
+    Q = carry["Q"]
+    j = jnp.minimum(g.k, K)
+    if C == 0:
+        return Q[j - 1, N]
+    c = jnp.minimum(g.cpus, C)
+    return Q[c * (K + 1) + j, N]
+
+
+def score_prio(spec: Spec, g: DeviceGraph, prio: jnp.ndarray) -> jnp.ndarray:
+    """(P,) bottleneck costs for (P, N) unit priorities (float or integer keys)."""
+    return slice_lanes(spec, g, kahn_lanes(spec, g, sortable(prio.T, g.n)))
 
 
 def score_keys(spec: Spec, g: DeviceGraph, keys: jnp.ndarray) -> jnp.ndarray:
-    """(P,) bottleneck costs for (P, N) int32 Kahn keys."""
-    return slice_lanes(spec, g, kahn_lanes(spec, g, keys.T))
+    """(P,) bottleneck costs for (P, N) int32 Kahn keys (over units)."""
+    return score_prio(spec, g, keys)
