@@ -144,6 +144,9 @@ def test_brkga_rejects_bad_fractions():
 
 REQUIRED = ["default", "random", "brkga", "mla", "mla-weighted", "dfs", "SimpleGA",
             "CMA_ES", "DifferentialEvolution", "PSO", "Open_ES"]
+# compile time dominates these tests: the slowest-compiling algorithms run with -m heavy
+HEAVY = {"DifferentialEvolution", "PSO", "Open_ES"}
+SMALL = dict(budget=400, population_size=20, progress=False)
 
 
 def test_registry_holds_required_algorithms():
@@ -152,7 +155,8 @@ def test_registry_holds_required_algorithms():
     assert set(REQUIRED) <= set(METHODS) | {"brkga"}
 
 
-@pytest.mark.parametrize("method", REQUIRED)
+@pytest.mark.parametrize("method", [pytest.param(m, marks=pytest.mark.heavy) if m in HEAVY
+                                    else m for m in REQUIRED])
 def test_every_method_returns_a_consistent_result(method):
     p = jp.Problem(small_graph(1), 3)
     r = search(p, method, budget=400, population_size=20, seed=0, progress=False)
@@ -174,9 +178,9 @@ def test_every_method_returns_a_consistent_result(method):
 
 
 def test_method_names_case_insensitive_and_unknown():
-    p = jp.Problem(small_graph(2), 2)
-    assert search(p, "BRKGA", budget=40, population_size=20, progress=False).method == "brkga"
-    assert search(p, "cma_es", budget=40, population_size=20, progress=False).method == "CMA_ES"
+    p = jp.Problem(small_graph(1), 3)  # same shapes as above: compiled chunks are reused
+    assert search(p, "BRKGA", **SMALL).method == "brkga"
+    assert search(p, "cma_es", **SMALL).method == "CMA_ES"
     with pytest.raises(jp.JaxplaceError, match="unknown method"):
         search(p, "annealing-42")
     with pytest.raises(jp.JaxplaceError):
@@ -184,9 +188,9 @@ def test_method_names_case_insensitive_and_unknown():
 
 
 def test_seeded_determinism():
-    p = jp.Problem(small_graph(3), 4)
-    a = search(p, "brkga", budget=600, population_size=20, seed=7, progress=False)
-    b = search(p, "brkga", budget=600, population_size=20, seed=7, progress=False)
+    p = jp.Problem(small_graph(3), 3)
+    a = search(p, "brkga", seed=7, **SMALL)
+    b = search(p, "brkga", seed=7, **SMALL)
     np.testing.assert_array_equal(a.priorities, b.priorities)
     assert a.cost == b.cost
     np.testing.assert_array_equal(a.history.best, b.history.best)
