@@ -270,7 +270,7 @@ def test_arrangement_cost_matches_numpy(weighted):
     p = jp.Problem(g, 2)
     spec, dg = device_graph(p)
     data = {"g": dg, "la": arrangement_edges(p, weighted)}
-    X = np.asarray(jax.random.uniform(jax.random.key(0), (5, spec.N)), np.float32)
+    X = np.asarray(jax.random.uniform(jax.random.key(0), (5, spec.width)), np.float32)
     got = np.asarray(arrangement_cost(spec, data, jnp.asarray(X)))
     for x, c in zip(X, got, strict=True):
         pos = np.empty(g.num_nodes, int)

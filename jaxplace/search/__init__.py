@@ -180,7 +180,7 @@ def run_evosax(problem: Problem, name: str, *, budget: int, population_size: int
     start = time.perf_counter() if start is None else start
     spec, g = _data(problem)
     P = population_size
-    algo = _algorithm(name, P, spec.N, **kwargs)
+    algo = _algorithm(name, P, spec.width, **kwargs)
     data = {"g": g, "params": algo.default_params if params is None else params}
     if kind != "decode":
         data["la"] = arrangement_edges(problem, weighted=(kind == "la-weighted"))
@@ -188,7 +188,7 @@ def run_evosax(problem: Problem, name: str, *, budget: int, population_size: int
     program = EvosaxProgram(algo, spec, kind)
     key = jax.random.key(seed)
     k_init, k_run = jax.random.split(key)
-    X0 = _initial(k_init, P, spec.N, seeds)
+    X0 = _initial(k_init, P, spec.width, seeds)
     steps = max(budget // P - 1, 0)
     out = run_program(program, data, k_run, X0, steps, time_limit=time_limit,
                       target=target if kind == "decode" else None, progress=progress,
@@ -205,7 +205,7 @@ def _random(problem, budget, *, seed, time_limit, target, progress, lb):
     batch = min(budget, 512)
     key = jax.random.key(seed)
     k_init, k_run = jax.random.split(key)
-    X0 = _initial(k_init, batch, spec.N, None)
+    X0 = _initial(k_init, batch, spec.width, None)
     out = run_program(RandomProgram(spec, batch), {"g": g}, k_run, X0,
                       (budget - batch) // batch, time_limit=time_limit, target=target,
                       progress=progress, desc="random", start=start, ratio_to=lb)
@@ -229,8 +229,9 @@ def shift_search(problem: Problem, x0, *, steps: int, batch: int = 64, moves: in
                  start=None, pbar=None, evaluations0: int = 0):
     """Batched local search on the order from priorities x0 (see `ShiftSearch`)."""
     spec, g = _data(problem)
-    X0 = _pad(np.asarray(x0, np.float32).reshape(1, -1), spec.N)
-    data = {"g": g, "nbr": neighbour_table(problem, spec.N)}
+    X0 = _pad(np.asarray(x0, np.float32).reshape(1, -1), spec.width)
+    data = {"g": g, "nbr": neighbour_table(problem, spec.width),
+            "nn": jnp.asarray(problem.n, jnp.int32)}
     return run_program(ShiftSearch(spec, batch, moves), data, jax.random.key(seed),
                        X0, steps, time_limit=time_limit, target=target,
                        progress=progress, desc="local", start=start, ratio_to=lb,

@@ -3,7 +3,8 @@
 Every program is a frozen (hashable) dataclass holding only static configuration; the
 graph arrays and tunable parameters travel in `data`, a dict pytree:
 
-    data["g"]: DeviceGraph (padded to spec.N nodes)
+    data["g"]: DeviceGraph (spec.N padded units; candidates have spec.width columns)
+    data["nn"]: () int32 real number of nodes (ShiftSearch)
     data["la"]: (u, v, w) (E,) int32, int32, float32 edges for the arrangement cost
     data["params"]: the evosax Params of the algorithm (EvosaxProgram only)
 
@@ -21,6 +22,7 @@ import numpy as np
 from evosax.algorithms.population_based.base import PopulationBasedAlgorithm
 
 from jaxplace.decoder import score
+from jaxplace.decoder.evaluate import unit_priorities
 from jaxplace.decoder._layout import Spec, bucket
 from jaxplace.decoder.kahn import kahn_one, positions, priority_keys
 from jaxplace.problem import Problem
@@ -30,15 +32,18 @@ from jaxplace.problem import Problem
 
 
 def orders_of(spec: Spec, g, X: jnp.ndarray) -> jnp.ndarray:
-    """(P, N) int32 Kahn orders of (P, N) priorities."""
-    keys = jax.vmap(priority_keys, in_axes=(0, None))(X, g.n)
+    """(P, N) int32 Kahn orders of placement units for (P, width) node priorities."""
+    keys = jax.vmap(priority_keys, in_axes=(0, None))(unit_priorities(spec, g, X), g.n)
     return jax.vmap(kahn_one, in_axes=(None, None, 0))(spec, g, keys)
 
 
 def arrangement_cost(spec: Spec, data, X: jnp.ndarray) -> jnp.ndarray:
     """(P,) linear-arrangement cost sum_e w(e) |pos(u) - pos(v)| of Kahn(x)."""
     u, v, w = data["la"]
-    pos = jax.vmap(positions)(orders_of(spec, data["g"], X))  # (P, N)
+    g = data["g"]
+    pos = jax.vmap(positions)(orders_of(spec, g, X))  # (P, N) position of each unit
+    if spec.NX:  # node -> its unit's position
+        pos = jnp.take(pos, g.unit_of[:spec.width], axis=1, mode="clip")
     return jnp.sum(w * jnp.abs(pos[:, u] - pos[:, v]).astype(jnp.float32), axis=1)
 
 
@@ -155,7 +160,7 @@ class RandomProgram:
         return jnp.zeros((), jnp.int32), fitness(self.spec, self.kind, data, X0)
 
     def step(self, data, carry, key):
-        X = jax.random.uniform(key, (self.batch, self.spec.N), jnp.float32)
+        X = jax.random.uniform(key, (self.batch, self.spec.width), jnp.float32)
         return carry, X, fitness(self.spec, self.kind, data, X)
 
 
@@ -183,8 +188,12 @@ class ShiftSearch:
         return self.batch
 
     def canonical(self, data, x):
-        order = orders_of(self.spec, data["g"], x[None])[0]
-        return order_priorities(order, self.spec.N)
+        g = data["g"]
+        order = orders_of(self.spec, g, x[None])[0]
+        u = order_priorities(order, self.spec.N)  # (N,) per unit
+        if not self.spec.NX:
+            return u
+        return jnp.take(u, g.unit_of[:self.spec.width], mode="fill", fill_value=0.0)
 
     def init(self, data, key, X0):
         f0 = fitness(self.spec, "decode", data, X0)
@@ -192,8 +201,8 @@ class ShiftSearch:
         return (self.canonical(data, X0[i]), f0[i]), f0
 
     def neighbours(self, data, x, key):
-        N, P = self.spec.N, self.batch
-        n = data["g"].n
+        N, P = self.spec.width, self.batch
+        n = data["nn"]  # () int32 real number of nodes
         k_v, k_u, k_s, k_on, k_nb, k_j = jax.random.split(key, 6)
         shape = (P, self.moves)
         v = jax.random.randint(k_v, shape, 0, n)
@@ -201,7 +210,7 @@ class ShiftSearch:
         j = jax.random.randint(k_j, shape, 0, jnp.maximum(deg[v], 1))
         near = jax.random.bernoulli(k_nb, 0.5, shape) & (deg[v] > 0)
         u = jnp.where(near, nbr[v, j], jax.random.randint(k_u, shape, 0, n))
-        side = jnp.where(jax.random.bernoulli(k_s, 0.5, shape), 0.5, -0.5) / N
+        side = jnp.where(jax.random.bernoulli(k_s, 0.5, shape), 0.5, -0.5) / self.spec.N
         on = jax.random.bernoulli(k_on, 0.5, shape).at[:, 0].set(True)
         X = jnp.broadcast_to(x, (P, N))
         rows = jnp.arange(P)[:, None]
