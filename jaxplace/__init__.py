@@ -16,10 +16,15 @@ from jaxplace.graph import CompGraph
 from jaxplace.importers import from_jax, from_onnx
 from jaxplace.problem import Problem
 from jaxplace.reference import Partition, decode_reference, evaluate_reference, kahn, slice_order
+from jaxplace.search import ALGORITHMS, BRKGA, METHODS, Result, search
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "ALGORITHMS",
+    "BRKGA",
+    "METHODS",
+    "Result",
     "Certificate",
     "CompGraph",
     "JaxplaceError",
@@ -44,6 +49,7 @@ __all__ = [
     "load_problem",
     "make_evaluator",
     "save_result",
+    "search",
     "simple_lower_bound",
     "slice_order",
 ]
