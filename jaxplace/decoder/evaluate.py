@@ -71,14 +71,14 @@ def score_one(spec: Spec, g: DeviceGraph, x: jnp.ndarray) -> jnp.ndarray:
 
 
 def score_keys(spec: Spec, g: DeviceGraph, keys: jnp.ndarray, *,
-               impl: str = IMPL) -> jnp.ndarray:
+               impl: str = IMPL, window: int | None = None) -> jnp.ndarray:
     """(P,) costs for (P, N) int32 keys. `impl`: "lanes" (fast) or "simple" (vmap)."""
     _check_impl(spec, impl)
     if impl == "simple":
         return jax.vmap(partial(score_one_keys, spec), in_axes=(None, 0))(g, keys)
     from jaxplace.decoder import lanes
 
-    return lanes.score_keys(spec, g, keys)
+    return lanes.score_prio(spec, g, keys, window)
 
 
 def unit_priorities(spec: Spec, g: DeviceGraph, X: jnp.ndarray) -> jnp.ndarray:
@@ -97,18 +97,21 @@ def _check_impl(spec: Spec, impl: str) -> None:
                             field="impl")
 
 
-def score(spec: Spec, g: DeviceGraph, X: jnp.ndarray, *, impl: str = IMPL) -> jnp.ndarray:
+def score(spec: Spec, g: DeviceGraph, X: jnp.ndarray, *, impl: str = IMPL,
+          window: int | None = None) -> jnp.ndarray:
     """(P,) bottleneck costs for (P, spec.width) padded node priorities.
 
     Columns >= n are ignored. Pure and jittable; `spec` must be static. Use
-    `device_graph(problem)` for `(spec, g)`.
+    `device_graph(problem)` for `(spec, g)`. `window` (static, lanes only): allow
+    blocks of at most that many units; exact only for the lanes whose cost is below
+    `block_bound(problem, window)` (see `evaluate`, which checks and recomputes).
     """
     _check_impl(spec, impl)
     U = unit_priorities(spec, g, X)
     if impl == "lanes":
         from jaxplace.decoder import lanes
 
-        return lanes.score_prio(spec, g, U)
+        return lanes.score_prio(spec, g, U, window)
     keys = jax.vmap(priority_keys, in_axes=(0, None))(U, g.n)
     return score_keys(spec, g, keys, impl=impl)
 
@@ -211,14 +214,14 @@ def _mesh(devices):
     return Mesh(np.array(devs), ("pop",)), len(devs)
 
 
-@partial(jax.jit, static_argnames=("spec", "use_keys", "impl", "mesh"))
-def _run(spec, g, Z, *, use_keys, impl, mesh):
+@partial(jax.jit, static_argnames=("spec", "use_keys", "impl", "mesh", "window"))
+def _run(spec, g, Z, *, use_keys, impl, mesh, window=None):
     TRACE_COUNT["evaluate"] += 1
 
     def body(g, Z):
         if use_keys:
-            return score_keys(spec, g, Z, impl=impl)
-        return score(spec, g, Z, impl=impl)
+            return score_keys(spec, g, Z, impl=impl, window=window)
+        return score(spec, g, Z, impl=impl, window=window)
 
     if mesh is None:
         return body(g, Z)
@@ -269,13 +272,89 @@ def _host_unit_priorities(problem: Problem, X: np.ndarray) -> np.ndarray:
     return key.astype(X.dtype) if X.dtype.kind == "f" else key
 
 
+#: Windows are chosen so that the bound exceeds the last call's largest cost by this.
+WINDOW_SLACK = 1.1
+#: A restricted window is used only when it is at most this fraction of N.
+WINDOW_MAX_FRACTION = 0.85
+#: Relative margin of the exactness check of a restricted window (float32 rounding).
+WINDOW_MARGIN = 1e-4
+
+_window_state: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def block_bounds(problem: Problem) -> np.ndarray:
+    """(U,) float64: entry L is a lower bound on the cost of any block of L+1 units.
+
+    An accelerator block costs at least its work (transfers and overflow are >= 0,
+    infeasible blocks cost +inf), a CPU block its summed CPU latency, so any L+1
+    units cost at least the sum of the L+1 smallest unit works (or CPU latencies).
+    """
+    from jaxplace.decoder._layout import graph_structure
+
+    st = graph_structure(problem.graph)
+    b = np.cumsum(np.sort(st["work"]))
+    if problem.cpus:
+        cpu = np.bincount(st["unit_of"], weights=problem.cpu_latency, minlength=st["U"])
+        b = np.minimum(b, np.cumsum(np.sort(cpu)))
+    return b
+
+
+def block_bound(problem: Problem, window: int | None) -> float:
+    """Lower bound on the cost of a block of window+1 units (+inf: no restriction)."""
+    b = block_bounds(problem)
+    return float(b[window]) if window is not None and window < len(b) else np.inf
+
+
+def choose_window(problem: Problem, spec: Spec, expected_max: float | None) -> int | None:
+    """Static window (max units per block) that is exact for costs up to
+    WINDOW_SLACK * expected_max, rounded up to a bucket; None for the full DP."""
+    if expected_max is None or not np.isfinite(expected_max) or expected_max <= 0:
+        return None
+    b = block_bounds(problem)
+    L = int(np.searchsorted(b, WINDOW_SLACK * expected_max, side="right"))
+    step = max(8, (1 << max(spec.N - 1, 1).bit_length()) // 16)
+    L = -(-max(L, 1) // step) * step
+    if L >= len(b) or L > WINDOW_MAX_FRACTION * spec.N:
+        return None
+    return L
+
+
+def _score_rows(problem, spec, g, Z, use_keys, *, precision, chunk_size, devices,
+                memory_budget, impl, window):
+    mesh, ndev = _mesh(devices)
+    if ndev == 1:
+        mesh = None
+    itemsize = np.dtype(_DTYPES[precision]).itemsize
+    chunk = chunk_size or chunk_size_for(spec, itemsize, memory_budget, ndev)
+    chunk = -(-chunk // ndev) * ndev
+    size, count = _pop_batches(Z.shape[0], chunk, ndev)
+    P = Z.shape[0]
+    Zp = np.zeros((size * count, Z.shape[1]), dtype=Z.dtype)
+    Zp[:P] = Z
+    if use_keys:  # padded rows still need valid unique keys
+        Zp[P:] = np.arange(spec.N - 1, -1, -1, dtype=np.int32)
+    out = []
+    for i in range(count):
+        z = Zp[i * size:(i + 1) * size]
+        if mesh is not None:
+            from jax.sharding import NamedSharding
+            from jax.sharding import PartitionSpec as PS
+
+            z = jax.device_put(z, NamedSharding(mesh, PS("pop")))
+        out.append(_run(spec, g, z, use_keys=use_keys, impl=impl, mesh=mesh,
+                        window=window))
+    return np.concatenate([np.asarray(o, dtype=np.float64) for o in out])[:P]
+
+
 def evaluate(problem: Problem, X, *, precision: str = "float32",
              chunk_size: int | None = None, devices: Sequence | None = None,
-             memory_budget: int = DEFAULT_MEMORY_BUDGET, impl: str = IMPL) -> np.ndarray:
+             memory_budget: int = DEFAULT_MEMORY_BUDGET, impl: str = IMPL,
+             window: int | str | None = "auto") -> np.ndarray:
     """(P,) float64 bottleneck costs of SliceGraph(Kahn(x)) for every row x of X.
 
     Same semantics as `jaxplace.evaluate_reference`: ties to the smaller node index,
-    overflow, hard capacity -> +inf, multi-tensor hyperedges, k > n allowed.
+    overflow, hard capacity -> +inf, multi-tensor hyperedges, k > n allowed; with
+    placement units, CPU blocks and unsupported nodes as in the reference.
 
     Args:
         problem: the instance.
@@ -288,6 +367,11 @@ def evaluate(problem: Problem, X, *, precision: str = "float32",
             `jax.devices()`); the chunk is padded to a multiple of their number.
         memory_budget: bytes of device memory one chunk may use.
         impl: "lanes" (population-minor fast path) or "simple" (vmapped oracle).
+        window: "auto" (default): after a first call, blocks are restricted to at most
+            L units where any L+1 units cost more than 1.1x the previous call's
+            largest cost (`choose_window`); lanes whose restricted cost is not below
+            that bound are recomputed with the full DP, so results stay exact.
+            None: always the full DP; an int: that window (with the same check).
 
     Multi-host (see docs/decoder.md): after `jax.distributed.initialize()`, call it in
     each process on that host's rows with `devices=jax.local_devices()`; one array
@@ -295,28 +379,28 @@ def evaluate(problem: Problem, X, *, precision: str = "float32",
     """
     with jax.enable_x64(precision == "float64"):
         spec, g, Z, use_keys = _prepare(problem, X, precision)
-        mesh, ndev = _mesh(devices)
-        if ndev == 1:
-            mesh = None
-        itemsize = np.dtype(_DTYPES[precision]).itemsize
-        chunk = chunk_size or chunk_size_for(spec, itemsize, memory_budget, ndev)
-        chunk = -(-chunk // ndev) * ndev
-        size, count = _pop_batches(Z.shape[0], chunk, ndev)
-        P = Z.shape[0]
-        Zp = np.zeros((size * count, Z.shape[1]), dtype=Z.dtype)
-        Zp[:P] = Z
-        if use_keys:  # padded rows still need valid unique keys
-            Zp[P:] = np.arange(spec.N - 1, -1, -1, dtype=np.int32)
-        out = []
-        for i in range(count):
-            z = Zp[i * size:(i + 1) * size]
-            if mesh is not None:
-                from jax.sharding import NamedSharding
-                from jax.sharding import PartitionSpec as PS
-
-                z = jax.device_put(z, NamedSharding(mesh, PS("pop")))
-            out.append(_run(spec, g, z, use_keys=use_keys, impl=impl, mesh=mesh))
-        costs = np.concatenate([np.asarray(o, dtype=np.float64) for o in out])[:P]
+        kw = dict(precision=precision, chunk_size=chunk_size, devices=devices,
+                  memory_budget=memory_budget, impl=impl)
+        state = _window_state.setdefault(problem, {})
+        if impl != "lanes":
+            L = None
+        elif window == "auto":
+            L = choose_window(problem, spec, state.get(precision))
+        elif window is None:
+            L = None
+        else:
+            L = int(window)
+            L = None if L >= spec.N else max(L, 1)
+        costs = _score_rows(problem, spec, g, Z, use_keys, window=L, **kw)
+        if L is not None:
+            bound = block_bound(problem, L)
+            redo = ~(costs < bound * (1 - WINDOW_MARGIN))
+            if redo.any():
+                costs[redo] = _score_rows(problem, spec, g, Z[redo], use_keys, window=None,
+                                          **kw)
+        fin = costs[np.isfinite(costs)]
+        if len(fin):
+            state[precision] = float(fin.max())
     return costs
 
 

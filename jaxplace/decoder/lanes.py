@@ -41,7 +41,7 @@ from jaxplace.decoder._layout import DeviceGraph, Spec
 from jaxplace.decoder.kahn import EMITTED
 
 #: The DP scan over r is split into this many scans with growing static windows.
-WINDOW_BLOCKS = 8
+WINDOW_BLOCKS = 4
 #: Block length of the blocked suffix sum (sequential within, recursive across).
 SUM_BLOCK = 16
 
@@ -179,11 +179,16 @@ def suffix_sum(x: jnp.ndarray, block: int = SUM_BLOCK) -> jnp.ndarray:
     return (within + off[:, None]).reshape((nb * block,) + x.shape[1:])[:H]
 
 
-def _windows(N: int) -> list[tuple[int, int]]:
-    """(start, end) step ranges; steps r in [start, end) look at l < end."""
-    nb = max(1, min(WINDOW_BLOCKS, N // 8))
-    width = -(-N // nb)
-    return [(lo, min(lo + width, N)) for lo in range(0, N, width)]
+def _windows(L: int, N: int) -> list[tuple[int, int, int | None]]:
+    """(start, end, length) step ranges. Steps r < L look at l < end (static windows
+    growing block by block); steps r >= L look at the L positions l in (r - L, r]
+    (length None marks the growing ones)."""
+    nb = max(1, min(WINDOW_BLOCKS, L // 8))
+    width = -(-L // nb)
+    out = [(lo, min(lo + width, L), None) for lo in range(0, L, width)]
+    if L < N:
+        out.append((L, N, L))
+    return out
 
 
 def _minmax(Qs: jnp.ndarray, seg: jnp.ndarray) -> jnp.ndarray:
@@ -191,10 +196,18 @@ def _minmax(Qs: jnp.ndarray, seg: jnp.ndarray) -> jnp.ndarray:
     return jnp.min(jnp.maximum(Qs, seg), axis=-2)
 
 
-def slice_lanes(spec: Spec, g: DeviceGraph, order: jnp.ndarray) -> jnp.ndarray:
-    """(P,) optimal bottleneck costs of the (N, P) unit orders."""
+def slice_lanes(spec: Spec, g: DeviceGraph, order: jnp.ndarray,
+                window: int | None = None) -> jnp.ndarray:
+    """(P,) optimal bottleneck costs of the (N, P) unit orders.
+
+    With `window` = L < N, blocks hold at most L units (a restricted DP): the result
+    is >= the true optimum, and equal to it whenever it is below the cost any block
+    of L+1 units must have (`evaluate` checks this and recomputes the other lanes
+    with the full window).
+    """
     N, P = order.shape
     K, C = spec.K, spec.C
+    L = N if window is None else max(1, min(int(window), N))
     R = table_rows(spec)
     dt = g.work.dtype
     inf = jnp.asarray(jnp.inf, dt)
@@ -215,46 +228,67 @@ def slice_lanes(spec: Spec, g: DeviceGraph, order: jnp.ndarray) -> jnp.ndarray:
         carry["CP"] = jnp.zeros((N + 1, P), dt)
     zero = jnp.zeros((), jnp.int32)
 
-    for lo, hi in _windows(N):
-        ell = iota[:hi, None]  # (hi, 1) segment start l
+    for lo, hi, length in _windows(L, N):
+        H = hi if length is None else length
 
-        def step(cr, x, hi=hi, ell=ell):
+        def win(A, base, rows=None, H=H, length=length):
+            """A[rows][base:base+H] (rows: leading index tuple or None)."""
+            if rows is not None:
+                A = A[rows]
+            if length is None:
+                return A[..., :H, :]
+            starts = (zero,) * (A.ndim - 2) + (base, zero)
+            return lax.dynamic_slice(A, starts, A.shape[:-2] + (H, P))
+
+        def step(cr, x, H=H, length=length, win=win):
             cr = dict(cr)
             r = x["r"]
+            base = zero if length is None else r - (length - 1)
+            ell = base + iota[:H, None]  # (H, 1) segment start l
             live = ell <= r
             Dl = cr["Dl"].at[x["ei"], lane[None, :]].add(x["ev"], mode="promise_in_bounds")
             cr["Dl"] = Dl
-            seg = suffix_sum(Dl[:hi])
+            seg = suffix_sum(win(Dl, base))
             if spec.use_param:
                 pp = cr["PP"][r] + x["pv"]
                 cr["PP"] = lax.dynamic_update_slice(cr["PP"], pp[None], (r + 1, zero))
-                pw = pp[None] - cr["PP"][:hi]
+                pw = pp[None] - win(cr["PP"], base)
                 seg = seg + jnp.maximum(pw - g.memory, 0) * g.inv_bw
                 seg = jnp.where(pw > g.capacity, inf, seg)
             if spec.use_bad:
                 lb = jnp.where(x["bv"] > 0, r, cr["lb"])
                 cr["lb"] = lb
                 seg = jnp.where(ell <= lb[None, :], inf, seg)
-            seg = jnp.where(live, seg, inf)  # (hi, P)
+            if length is None:
+                seg = jnp.where(live, seg, inf)  # (H, P)
+                first = seg[:1]  # one block from l = 0 (Q[0][0] = 0 there only)
+            else:
+                first = jnp.full((1, P), inf, dt)  # l = 0 is outside the window
             Q = cr["Q"]
             if C == 0:
-                col = seg[:1]
+                col = first
                 if K > 1:
-                    col = jnp.concatenate([col, _minmax(Q[:K - 1, :hi], seg)])
+                    col = jnp.concatenate([col, _minmax(win(Q, base, slice(0, K - 1)), seg)])
                 col = lax.cummin(col, axis=0)  # (K, P)
             else:
                 cp = cr["CP"][r] + x["cv"]
                 cr["CP"] = lax.dynamic_update_slice(cr["CP"], cp[None], (r + 1, zero))
-                cpu = jnp.where(live, cp[None] - cr["CP"][:hi], inf)
+                cpu = cp[None] - win(cr["CP"], base)
+                if length is None:
+                    cpu = jnp.where(live, cpu, inf)
+                    cfirst = cpu[:1]
+                else:
+                    cfirst = jnp.full((1, P), inf, dt)
                 Qv = Q.reshape(C + 1, K + 1, N + 1, P)
-                a0 = seg[:1]  # c = 0, j = 1 (from Q[0][0] = [0, inf, ...])
+                a0 = first  # c = 0, j = 1
                 if K > 1:
-                    a0 = jnp.concatenate([a0, _minmax(Qv[0, 1:K, :hi], seg)])
-                a = _minmax(Qv[1:, :K, :hi], seg)  # (C, K, P): targets j = 1..K
-                b1 = jnp.concatenate([cpu[:1], _minmax(Qv[0, 1:, :hi], cpu)])  # (K+1, P)
-                b = b1[None]
+                    a0 = jnp.concatenate([a0, _minmax(win(Qv, base, (0, slice(1, K))), seg)])
+                a = _minmax(win(Qv, base, (slice(1, None), slice(0, K))), seg)  # (C, K, P)
+                b = jnp.concatenate([cfirst, _minmax(win(Qv, base, (0, slice(1, None))),
+                                                     cpu)])[None]  # (1, K+1, P)
                 if C > 1:
-                    b = jnp.concatenate([b, _minmax(Qv[1:C, :, :hi], cpu)])  # (C, K+1, P)
+                    b = jnp.concatenate(
+                        [b, _minmax(win(Qv, base, (slice(1, C),)), cpu)])  # (C, K+1, P)
                 x0 = jnp.concatenate([jnp.full((1, P), inf, dt), a0])[None]  # c = 0
                 xc = jnp.concatenate([b[:, :1], jnp.minimum(a, b[:, 1:])], axis=1)
                 col = jnp.concatenate([x0, xc])  # (C+1, K+1, P)
@@ -267,15 +301,17 @@ def slice_lanes(spec: Spec, g: DeviceGraph, order: jnp.ndarray) -> jnp.ndarray:
 
     Q = carry["Q"]
     j = jnp.minimum(g.k, K)
-    if C == 0:
-        return Q[j - 1, N]
-    c = jnp.minimum(g.cpus, C)
-    return Q[c * (K + 1) + j, N]
+    row = j - 1 if C == 0 else jnp.minimum(g.cpus, C) * (K + 1) + j
+    # the real units end at g.n (padding units follow; with a restricted window they
+    # would lengthen the last block)
+    return lax.dynamic_index_in_dim(lax.dynamic_index_in_dim(Q, row, 0, False), g.n, 0,
+                                    False)
 
 
-def score_prio(spec: Spec, g: DeviceGraph, prio: jnp.ndarray) -> jnp.ndarray:
+def score_prio(spec: Spec, g: DeviceGraph, prio: jnp.ndarray,
+               window: int | None = None) -> jnp.ndarray:
     """(P,) bottleneck costs for (P, N) unit priorities (float or integer keys)."""
-    return slice_lanes(spec, g, kahn_lanes(spec, g, sortable(prio.T, g.n)))
+    return slice_lanes(spec, g, kahn_lanes(spec, g, sortable(prio.T, g.n)), window)
 
 
 def score_keys(spec: Spec, g: DeviceGraph, keys: jnp.ndarray) -> jnp.ndarray:
