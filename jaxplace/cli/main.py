@@ -49,8 +49,26 @@ def _host_devices() -> None:
             f"{flags} --xla_force_host_platform_device_count={count}".strip())
 
 
+def _compile_cache() -> None:
+    """Keep compiled XLA programs on disk between runs: the decoder and the search
+    loop compile once per padded shape (seconds each), so a second run on a graph of
+    similar size starts at once. JAXPLACE_CACHE_DIR moves it; set it empty to disable."""
+    import os
+
+    path = os.environ.get("JAXPLACE_CACHE_DIR")
+    if path is None:
+        path = os.path.join(os.path.expanduser("~"), ".cache", "jaxplace", "xla")
+    if not path:
+        return
+    import jax
+
+    jax.config.update("jax_compilation_cache_dir", path)
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
+
+
 def main(argv: list[str] | None = None) -> int:
     _host_devices()
+    _compile_cache()
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "run", None):
