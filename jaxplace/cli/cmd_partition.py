@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import time
 
 from jaxplace.cli._common import add_input_args, load_input, positive_int
@@ -20,8 +21,20 @@ def add_parser(sub) -> None:
     p.add_argument("-o", "--output", default=None, help="write the result JSON here")
     p.add_argument("--certify", action="store_true",
                    help="also prove a lower bound with HiGHS and print the ladder")
+    p.add_argument("--bounds", default="simple,bottleneck,exact", type=_methods,
+                   help="lower-bound methods for --certify (comma-separated)")
+    p.add_argument("--certify-time", type=float, default=60.0,
+                   help="seconds per lower-bound method for --certify")
+    p.add_argument("--threads", type=positive_int, default=1, help="HiGHS threads")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(run=run)
+
+
+def _methods(text: str) -> list[str]:
+    methods = [m.strip() for m in text.split(",") if m.strip()]
+    if not methods:
+        raise argparse.ArgumentTypeError("no methods given")
+    return methods
 
 
 def random_reference(problem, budget: int, seed: int, time_limit: float | None,
@@ -57,24 +70,23 @@ def run(args) -> int:
           f"ratio {ratio:.4f}")
     extra = {"evaluations": result.evaluations}
     timings = {"search_s": elapsed}
-    lower = lb
+    lower, cert = lb, None
     if args.certify:
-        try:
-            from jaxplace.bounds import certify
-        except ImportError:  # the bounds package is optional at this point
-            certify = None
-        if certify is None:
-            print("certify: jaxplace.bounds is not available")
-        else:
-            tc = time.perf_counter()
-            kw = {} if args.time_limit is None else {"time_limit": args.time_limit}
-            cert = certify(problem, partition=best, **kw)
-            timings["certify_s"] = time.perf_counter() - tc
-            print(cert.summary())
-            lower = max(lb, cert.lower_bound)
-            extra["certificate"] = cert.to_dict()
+        from jaxplace.cli.cmd_certify import certify_and_print
+
+        tc = time.perf_counter()
+        cert = certify_and_print(problem, best.assignment, methods=args.bounds,
+                                 time_limit=args.certify_time, threads=args.threads,
+                                 mip_rel_gap=1e-6, seed=args.seed, quiet=args.quiet)
+        timings["certify_s"] = time.perf_counter() - tc
+        lower = max(lb, cert.lower_bound)
+        if cert.upper_bound < cost.bottleneck:  # the exact MIP found a better partition
+            best = cert.partition
+            print("the exact MIP improved the partition:")
+            print(stage_table(problem, evaluate_partition(problem, best)))
     if args.output:
         save_result(args.output, problem, best, method=result.method, seed=args.seed,
-                    lower_bound=lower, source=source, timings=timings, extra=extra)
+                    lower_bound=lower, source=source, timings=timings, extra=extra,
+                    certificate=cert)
         print(f"wrote {args.output}")
     return 0
