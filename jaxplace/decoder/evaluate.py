@@ -312,7 +312,7 @@ def choose_window(problem: Problem, spec: Spec, expected_max: float | None) -> i
         return None
     b = block_bounds(problem)
     L = int(np.searchsorted(b, WINDOW_SLACK * expected_max, side="right"))
-    step = max(8, (1 << max(spec.N - 1, 1).bit_length()) // 16)
+    step = max(8, (1 << max(spec.N - 1, 1).bit_length()) // 32)
     L = -(-max(L, 1) // step) * step
     if L >= len(b) or L > WINDOW_MAX_FRACTION * spec.N:
         return None

@@ -141,14 +141,16 @@ def events_lanes(spec: Spec, g: DeviceGraph, order: jnp.ndarray):
         last = last.at[ts, lane[None, :]].set(r, mode="promise_in_bounds")
         return last, prev
 
-    _, prev = lax.scan(step, init, (iota, ts_all))  # (N, D, P)
+    # the final carry holds the last member position of every tensor (every member
+    # but a t_init producer has a slot, and such a producer comes first)
+    t_last, prev = lax.scan(step, init, (iota, ts_all))  # (T+1, P), (N, D, P)
     valid = ts_all < T
-    mpos = jnp.broadcast_to(pos[:, None, :], (N, D, P)).reshape(N * D, P)
-    seg_ids = g.in_t.reshape(-1)
-    t_last = jnp.maximum(jax.ops.segment_max(mpos, seg_ids, num_segments=T + 1),
-                         prod_pos)
-    t_first = jnp.minimum(jax.ops.segment_min(mpos, seg_ids, num_segments=T + 1),
-                          prod_pos)
+    if spec.NX:  # units: a consumer may come before the producer
+        mpos = jnp.broadcast_to(pos[:, None, :], (N, D, P)).reshape(N * D, P)
+        t_first = jnp.minimum(jax.ops.segment_min(mpos, g.in_t.reshape(-1),
+                                                  num_segments=T + 1), prod_pos)
+    else:  # plain DAG: the producer is the first member
+        t_first = prod_pos
     done = valid & (_take(t_last, ts_all) == iota[:, None, None])
     idx_prev = jnp.where(valid & (prev >= 0), prev, N)
     idx_done = jnp.where(done, _take(t_first, ts_all), N)
