@@ -2,12 +2,13 @@
 
 Public API (re-exported by `jaxplace`): `evaluate`, `decode`, `evaluate_graphs`,
 `make_evaluator`, `score`, `score_graphs`, `device_graph`, `stack_graphs`,
-`DeviceGraph`, `Spec`, `FLOAT32_RTOL`.
+`DeviceGraph`, `Spec`, `FLOAT32_RTOL` (and `block_bound`, for `score(..., window=)`).
 """
 
 from jaxplace.decoder._layout import DeviceGraph, Spec, device_graph, problem_spec, stack_graphs
 from jaxplace.decoder.evaluate import (
     FLOAT32_RTOL,
+    block_bound,
     decode,
     evaluate,
     evaluate_graphs,
@@ -20,6 +21,7 @@ __all__ = [
     "FLOAT32_RTOL",
     "DeviceGraph",
     "Spec",
+    "block_bound",
     "decode",
     "device_graph",
     "evaluate",

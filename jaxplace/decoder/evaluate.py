@@ -452,6 +452,12 @@ def decode(problem: Problem, x, *, precision: str = "float32"):
     `jaxplace.evaluate_partition(problem, p.assignment)`. In float32, near-ties
     between splits may be resolved differently from the float64 reference (the cost
     then agrees within FLOAT32_RTOL); in float64 the partition equals the reference's.
+
+    Heterogeneous problems (placement units, CPU blocks, unsupported nodes): the
+    unit order is computed in JAX and split by `jaxplace.reference.slice_order` on
+    the host (float64, O(U^2 (k+1)(cpus+1)) per vector), so the Partition is exactly
+    the reference's for that order (members of a unit contiguous, accelerator blocks
+    0..k-1, CPU blocks k..).
     """
     single = np.ndim(x) == 1
     with jax.enable_x64(precision == "float64"):
