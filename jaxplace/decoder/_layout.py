@@ -201,7 +201,7 @@ def problem_spec(problem: Problem) -> Spec:
     N = bucket(U)
     T = bucket(max(g.num_tensors, 1))
     D = deg_bucket(int(np.diff(st["slot_ptr"]).max(initial=0)))
-    S = pow2(max(int(np.diff(st["succ_ptr"]).max(initial=0)), 1))
+    S = deg_bucket(int(np.diff(st["succ_ptr"]).max(initial=0)))
     K = min(problem.k, N)
     use_param = problem.memory is not None or problem.capacity is not None
     C = min(problem.cpus, N)

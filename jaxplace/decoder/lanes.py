@@ -120,11 +120,9 @@ def _take(table: jnp.ndarray, idx: jnp.ndarray) -> jnp.ndarray:
     return out.reshape(shape)
 
 
-def events_lanes(spec: Spec, g: DeviceGraph, order: jnp.ndarray):
-    """Point events of every column: (N, 2D+1, P) indices and (N, 2D+1, P) deltas.
-
-    Column r adds delta to Dl[index]; index N is a dump row (no event).
-    """
+def events_lanes(spec: Spec, g: DeviceGraph, order: jnp.ndarray) -> dict:
+    """Point events of every column r: Dl[r] += pl[r], and -s[r] at ip[r] and at id[r]
+    ((N, D, P) each; index N is a dump row: no event)."""
     N, P = order.shape
     T, D = spec.T, spec.D
     lane = jnp.arange(P, dtype=jnp.int32)
@@ -154,11 +152,9 @@ def events_lanes(spec: Spec, g: DeviceGraph, order: jnp.ndarray):
     done = valid & (_take(t_last, ts_all) == iota[:, None, None])
     idx_prev = jnp.where(valid & (prev >= 0), prev, N)
     idx_done = jnp.where(done, _take(t_first, ts_all), N)
-    s = g.t_size[ts_all]
-    ev_idx = jnp.concatenate(
-        [jnp.broadcast_to(iota[:, None, None], (N, 1, P)), idx_prev, idx_done], axis=1)
-    ev_val = jnp.concatenate([g.plus[order][:, None, :], -s, -s], axis=1)
-    return ev_idx, ev_val
+    # no concatenation here: XLA:CPU copies big concatenations slowly; the step
+    # joins the small (D, P) slices instead
+    return {"ip": idx_prev, "id": idx_done, "s": g.t_size[ts_all], "pl": g.plus[order]}
 
 
 def suffix_sum(x: jnp.ndarray, block: int = SUM_BLOCK) -> jnp.ndarray:
@@ -215,8 +211,7 @@ def slice_lanes(spec: Spec, g: DeviceGraph, order: jnp.ndarray,
     inf = jnp.asarray(jnp.inf, dt)
     lane = jnp.arange(P, dtype=jnp.int32)
     iota = jnp.arange(N, dtype=jnp.int32)
-    ev_idx, ev_val = events_lanes(spec, g, order)
-    xs = {"r": iota, "ei": ev_idx, "ev": ev_val}
+    xs = events_lanes(spec, g, order)
     carry = {"Dl": jnp.zeros((N + 1, P), dt),
              "Q": jnp.full((R, N + 1, P), inf, dt).at[:, 0, :].set(0)}
     if spec.use_param:
@@ -242,13 +237,18 @@ def slice_lanes(spec: Spec, g: DeviceGraph, order: jnp.ndarray,
             starts = (zero,) * (A.ndim - 2) + (base, zero)
             return lax.dynamic_slice(A, starts, A.shape[:-2] + (H, P))
 
-        def step(cr, x, H=H, length=length, win=win):
+        def step(cr, r, H=H, length=length, win=win):
             cr = dict(cr)
-            r = x["r"]
+            # per-step slices read in place (slicing xs per window would copy them)
+            x = {key: lax.dynamic_index_in_dim(v, r, 0, False) for key, v in xs.items()}
             base = zero if length is None else r - (length - 1)
             ell = base + iota[:H, None]  # (H, 1) segment start l
             live = ell <= r
-            Dl = cr["Dl"].at[x["ei"], lane[None, :]].add(x["ev"], mode="promise_in_bounds")
+            Dl = cr["Dl"]
+            Dl = lax.dynamic_update_slice(Dl, (Dl[r] + x["pl"])[None], (r, zero))
+            ei = jnp.concatenate([x["ip"], x["id"]])
+            Dl = Dl.at[ei, lane[None, :]].add(-jnp.concatenate([x["s"], x["s"]]),
+                                             mode="promise_in_bounds")
             cr["Dl"] = Dl
             seg = suffix_sum(win(Dl, base))
             if spec.use_param:
@@ -298,8 +298,7 @@ def slice_lanes(spec: Spec, g: DeviceGraph, order: jnp.ndarray,
             cr["Q"] = lax.dynamic_update_slice(Q, col[:, None, :], (zero, r + 1, zero))
             return cr, None
 
-        sl = {key: v[lo:hi] for key, v in xs.items()}
-        carry, _ = lax.scan(step, carry, sl)
+        carry, _ = lax.scan(step, carry, iota[lo:hi])
 
     Q = carry["Q"]
     j = jnp.minimum(g.k, K)
