@@ -9,8 +9,8 @@ lanes.
 Positions are placement units (`jaxplace.units`; nodes for plain graphs).
 
 1. Kahn over the unit DAG (`kahn_lanes`): the ready unit of highest priority, ties
-   to the smaller index, is one argmax over N of order-preserving integers of the
-   priorities (`sortable`; no sort of the population needed).
+   to the smaller index: a max over N of order-preserving integers of the
+   priorities (`sortable`), then the smallest index holding it (no sort).
 2. Transfer events (`events_lanes`), all computed before the DP: in suffix form, the
    segment-cost column is c_r(l) = sum_{i >= l} Dl_r[i] where Dl_r collects point
    deltas of the columns <= r. Per member tensor (producer and consumer units,
@@ -20,13 +20,15 @@ Positions are placement units (`jaxplace.units`; nodes for plain graphs).
    event list of `reference._column_events` (consumers may precede the producer in
    training graphs). q_{i-1} comes from a short scan that tracks the last member
    position seen per tensor; only (D, P) gathers per step.
-3. The DP scan over r: scatter-add column r's (2D+1, P) events into Dl (in place),
-   one blocked suffix sum over the window gives c_r (partial sums are themselves
-   segment costs, so float32 does not lose precision to cancellation), then
-   parameters (prefix differences, as the reference), unsupported units (last
-   unsupported position), and the DP: Q[j][c][t] over j accelerators and c CPUs,
-   min_l max(Q[.][l], cost(l, r)) as a fused max + reduce. Only l < W(r) is looked
-   at, W growing with r (the scan over r is split into `WINDOW_BLOCKS` scans).
+3. The DP scan over r: add the unit's `plus` at Dl[r] and scatter-add column r's
+   (2D, P) deltas into Dl (in place); one blocked suffix sum over the window gives
+   c_r (partial sums are themselves segment costs, so float32 does not lose
+   precision to cancellation); then parameters (prefix differences, as the
+   reference), unsupported units (last unsupported position), and the DP:
+   Q[j][c][t] over j accelerators and c CPUs, min_l max(Q[.][l], cost(l, r)) as a
+   fused max + reduce. Steps r < L look at l < W(r), W growing block by block
+   (`WINDOW_BLOCKS` static scans); with a window L < N (blocks of at most L units,
+   see `slice_lanes`), steps r >= L look at the L positions (r - L, r].
 
 Memory per candidate is O(N (K C + D)): the DP table, the event slab, never (N, N).
 """
