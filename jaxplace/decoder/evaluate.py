@@ -273,7 +273,7 @@ def _host_unit_priorities(problem: Problem, X: np.ndarray) -> np.ndarray:
 
 
 #: Windows are chosen so that the bound exceeds the last call's largest cost by this.
-WINDOW_SLACK = 1.1
+WINDOW_SLACK = 1.05
 #: A restricted window is used only when it is at most this fraction of N.
 WINDOW_MAX_FRACTION = 0.85
 #: Relative margin of the exactness check of a restricted window (float32 rounding).
@@ -368,7 +368,7 @@ def evaluate(problem: Problem, X, *, precision: str = "float32",
         memory_budget: bytes of device memory one chunk may use.
         impl: "lanes" (population-minor fast path) or "simple" (vmapped oracle).
         window: "auto" (default): after a first call, blocks are restricted to at most
-            L units where any L+1 units cost more than 1.1x the previous call's
+            L units where any L+1 units cost more than 1.05x the previous call's
             largest cost (`choose_window`); lanes whose restricted cost is not below
             that bound are recomputed with the full DP, so results stay exact.
             None: always the full DP; an int: that window (with the same check).

@@ -183,7 +183,7 @@ def _windows(L: int, N: int) -> list[tuple[int, int, int | None]]:
     """(start, end, length) step ranges. Steps r < L look at l < end (static windows
     growing block by block); steps r >= L look at the L positions l in (r - L, r]
     (length None marks the growing ones)."""
-    nb = max(1, min(WINDOW_BLOCKS, L // 32))  # small graphs: one window, fast compile
+    nb = max(1, min(WINDOW_BLOCKS, L // 24))  # small graphs: one window, fast compile
     width = -(-L // nb)
     out = [(lo, min(lo + width, L), None) for lo in range(0, L, width)]
     if L < N:
