@@ -22,10 +22,11 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from jaxplace.cost import simple_lower_bound
-from jaxplace.decoder import decode, device_graph
+from jaxplace.cost import evaluate_partition, simple_lower_bound
+from jaxplace.decoder import device_graph
 from jaxplace.errors import JaxplaceError
 from jaxplace.problem import Problem
+from jaxplace.reference import decode_reference
 from jaxplace.search._programs import (
     EvosaxProgram,
     RandomProgram,
@@ -106,7 +107,7 @@ def _initial(key, P: int, N: int, seeds: np.ndarray | None) -> np.ndarray:
 
 def _finish(problem, method, x, evaluations, start, history, interrupted, info=None):
     x = np.asarray(x, np.float32)[:problem.n]
-    part = decode(problem, x)
+    part = decode_reference(problem, x)  # float64 oracle: no compile, ms per call
     lb = simple_lower_bound(problem)
     return Result(cost=float(part.cost), partition=part, priorities=x,
                   evaluations=int(evaluations), wall_time=time.perf_counter() - start,
@@ -171,7 +172,8 @@ def search(problem: Problem, method: str | None = None, *, budget: int | None = 
 def run_evosax(problem: Problem, name: str, *, budget: int, population_size: int,
                seed: int = 0, time_limit=None, target=None, progress=None, lb=None,
                seeds=None, label=None, kind: str = "decode", params=None,
-               start: float | None = None, raw: bool = False, **kwargs):
+               start: float | None = None, raw: bool = False, chunk: int | None = None,
+               patience: int | None = None, **kwargs):
     """Run evosax algorithm `name` for budget // population_size generations.
 
     Returns a `Result`, or with `raw` (always for the arrangement kinds "la" and
@@ -192,7 +194,8 @@ def run_evosax(problem: Problem, name: str, *, budget: int, population_size: int
     steps = max(budget // P - 1, 0)
     out = run_program(program, data, k_run, X0, steps, time_limit=time_limit,
                       target=target if kind == "decode" else None, progress=progress,
-                      desc=label or name, start=start, ratio_to=lb if kind == "decode" else None)
+                      desc=label or name, start=start, ratio_to=lb if kind == "decode" else None,
+                      chunk=chunk, patience=patience)
     if raw or kind != "decode":
         return out
     return _finish(problem, label or name, out.best_x, out.evaluations, start,
@@ -202,7 +205,7 @@ def run_evosax(problem: Problem, name: str, *, budget: int, population_size: int
 def _random(problem, budget, *, seed, time_limit, target, progress, lb):
     start = time.perf_counter()
     spec, g = _data(problem)
-    batch = min(budget, 512)
+    batch = -(-budget // -(-budget // 512))  # <= 512 per step, the budget in equal steps
     key = jax.random.key(seed)
     k_init, k_run = jax.random.split(key)
     X0 = _initial(k_init, batch, spec.width, None)
@@ -224,18 +227,53 @@ def _mla(problem, method, budget, population, *, seed, time_limit, target, progr
                    out.interrupted, info={"arrangement_cost": out.best_f})
 
 
+def bottleneck_pool(problem: Problem, x, width: int):
+    """((width,) int32 nodes, () int32 count): the nodes of the bottleneck block of
+    Decode(x) and of the blocks next to it in the order (padded with 0)."""
+    part = decode_reference(problem, np.asarray(x, np.float32)[:problem.n])
+    a = np.asarray(part.assignment)
+    total = evaluate_partition(problem, a).total
+    b = int(np.argmax(total))
+    seq = a[np.asarray(part.order)]
+    at = np.flatnonzero(seq == b)
+    keep = {b}
+    if len(at):
+        if at[0] > 0:
+            keep.add(int(seq[at[0] - 1]))
+        if at[-1] + 1 < len(seq):
+            keep.add(int(seq[at[-1] + 1]))
+    nodes = np.flatnonzero(np.isin(a, list(keep))).astype(np.int32)
+    pool = np.zeros(width, np.int32)
+    pool[:len(nodes)] = nodes
+    return jnp.asarray(pool), jnp.asarray(len(nodes), jnp.int32)
+
+
 def shift_search(problem: Problem, x0, *, steps: int, batch: int = 64, moves: int = 3,
-                 seed: int = 0, time_limit=None, target=None, progress=None, lb=None,
-                 start=None, pbar=None, evaluations0: int = 0):
-    """Batched local search on the order from priorities x0 (see `ShiftSearch`)."""
+                 focus: float = 0.0, seed: int = 0, time_limit=None, target=None,
+                 progress=None, lb=None, start=None, pbar=None, evaluations0: int = 0,
+                 patience: int | None = None, chunk: int | None = None):
+    """Batched local search on the order from priorities x0 (see `ShiftSearch`).
+
+    With `focus` > 0 that share of the moves stays within the incumbent's bottleneck
+    block and its neighbours, recomputed on the host between chunks.
+    """
     spec, g = _data(problem)
     X0 = _pad(np.asarray(x0, np.float32).reshape(1, -1), spec.width)
     data = {"g": g, "nbr": neighbour_table(problem, spec.width),
             "nn": jnp.asarray(problem.n, jnp.int32)}
-    return run_program(ShiftSearch(spec, batch, moves), data, jax.random.key(seed),
+    update = None
+    if focus > 0:
+        data["pool"] = bottleneck_pool(problem, X0[0], spec.width)
+
+        def update(carry, data):
+            return {**data, "pool": bottleneck_pool(problem, np.asarray(carry[0]),
+                                                    spec.width)}
+
+    return run_program(ShiftSearch(spec, batch, moves, focus), data, jax.random.key(seed),
                        X0, steps, time_limit=time_limit, target=target,
                        progress=progress, desc="local", start=start, ratio_to=lb,
-                       pbar=pbar, evaluations0=evaluations0)
+                       pbar=pbar, evaluations0=evaluations0, patience=patience,
+                       update=update, chunk=chunk)
 
 
 __all__ = ["ALGORITHMS", "BRKGA", "METHODS", "History", "Result", "run_evosax",

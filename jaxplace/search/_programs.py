@@ -6,6 +6,8 @@ graph arrays and tunable parameters travel in `data`, a dict pytree:
     data["g"]: DeviceGraph (spec.N padded units; candidates have spec.width columns)
     data["nn"]: () int32 real number of nodes (ShiftSearch)
     data["la"]: (u, v, w) (E,) int32, int32, float32 edges for the arrangement cost
+    data["pool"]: ((width,) int32 nodes, () int32 count) to focus moves on (ShiftSearch
+        with focus > 0): the incumbent's bottleneck block and its neighbour blocks
     data["params"]: the evosax Params of the algorithm (EvosaxProgram only)
 
 Candidates are (P, N) float32 priority rows; columns >= n are padding that the
@@ -22,11 +24,10 @@ import numpy as np
 from evosax.algorithms.population_based.base import PopulationBasedAlgorithm
 
 from jaxplace.decoder import score
-from jaxplace.decoder.evaluate import unit_priorities
 from jaxplace.decoder._layout import Spec, bucket
+from jaxplace.decoder.evaluate import unit_priorities
 from jaxplace.decoder.kahn import kahn_one, positions, priority_keys
 from jaxplace.problem import Problem
-
 
 # -- fitness --------------------------------------------------------------------------
 
@@ -115,9 +116,22 @@ class EvosaxProgram:
     def evaluations_per_step(self) -> int:
         return self.algo.population_size
 
+    fused_init = True
+    init_steps = 1  # the first step evaluates X0 and initializes the algorithm
+
     @property
     def population_based(self) -> bool:
         return isinstance(self.algo, PopulationBasedAlgorithm)
+
+    def _algo_init(self, key, X, f, params):
+        if self.population_based:
+            return self.algo.init(key, X, f, params)
+        return self.algo.init(key, X[jnp.argmin(f)], params)
+
+    def blank(self, data, key, X0):
+        """(placeholder state, X0, first=True): no evaluation."""
+        f = jnp.zeros(X0.shape[0], jnp.float32)
+        return self._algo_init(key, X0, f, data["params"]), X0, jnp.asarray(True)
 
     def init(self, data, key, X0):
         f0 = fitness(self.spec, self.kind, data, X0)
@@ -128,13 +142,17 @@ class EvosaxProgram:
             state = self.algo.init(key, X0[jnp.argmin(f0)], params)
         return state, f0
 
-    def step(self, data, state, key):
-        k_ask, k_tell = jax.random.split(key)
+    def step(self, data, carry, key):
+        state, X0, first = carry
+        k_ask, k_tell, k_init = jax.random.split(key, 3)
         params = data["params"]
-        X, state = self.algo.ask(k_ask, state, params)
+        X, asked = self.algo.ask(k_ask, state, params)
+        X = jnp.where(first, X0, X)  # step 0 evaluates the initial population
         f = fitness(self.spec, self.kind, data, X)
-        state, _ = self.algo.tell(k_tell, X, f, state, params)
-        return state, X, f
+        told, _ = self.algo.tell(k_tell, X, f, asked, params)
+        fresh = self._algo_init(k_init, X, jnp.where(jnp.isnan(f), jnp.inf, f), params)
+        state = jax.tree.map(lambda a, b: jnp.where(first, a, b), fresh, told)
+        return (state, X0, jnp.asarray(False)), X, f
 
     def __hash__(self):
         return hash((id(self.algo), self.spec, self.kind))
@@ -152,12 +170,15 @@ class RandomProgram:
     batch: int
     kind: str = "decode"
 
+    fused_init = True
+    init_steps = 1  # X0 is ignored: every step, the first included, samples uniformly
+
     @property
     def evaluations_per_step(self) -> int:
         return self.batch
 
-    def init(self, data, key, X0):
-        return jnp.zeros((), jnp.int32), fitness(self.spec, self.kind, data, X0)
+    def blank(self, data, key, X0):
+        return jnp.zeros((), jnp.int32)
 
     def step(self, data, carry, key):
         X = jax.random.uniform(key, (self.batch, self.spec.width), jnp.float32)
@@ -177,11 +198,19 @@ class ShiftSearch:
     along plateaus of the bottleneck objective), which is what lets it shift work
     across a cut that is not yet the bottleneck. Half the shifts move v next to one
     of its graph neighbours (data["nbr"], see `neighbour_table`), half anywhere.
+
+    With `focus` > 0, that share of the candidates draws the moved node from
+    data["pool"] (the incumbent's bottleneck block and the blocks next to it in the
+    order, refreshed by the host between chunks) and the anchor from its graph
+    neighbours (half) or the pool (half): moves across the bottleneck's boundaries
+    rather than anywhere. A moved node takes its whole
+    placement unit along (all members get the new priority).
     """
 
     spec: Spec
     batch: int
     moves: int = 3
+    focus: float = 0.0
 
     @property
     def evaluations_per_step(self) -> int:
@@ -195,10 +224,11 @@ class ShiftSearch:
             return u
         return jnp.take(u, g.unit_of[:self.spec.width], mode="fill", fill_value=0.0)
 
-    def init(self, data, key, X0):
-        f0 = fitness(self.spec, "decode", data, X0)
-        i = jnp.argmin(f0)
-        return (self.canonical(data, X0[i]), f0[i]), f0
+    fused_init = True
+    init_steps = 0  # the first step's candidate 0 is X0[0] itself (cost still unknown)
+
+    def blank(self, data, key, X0):
+        return X0[0], jnp.asarray(jnp.inf, jnp.float32)
 
     def neighbours(self, data, x, key):
         N, P = self.spec.width, self.batch
@@ -210,16 +240,32 @@ class ShiftSearch:
         j = jax.random.randint(k_j, shape, 0, jnp.maximum(deg[v], 1))
         near = jax.random.bernoulli(k_nb, 0.5, shape) & (deg[v] > 0)
         u = jnp.where(near, nbr[v, j], jax.random.randint(k_u, shape, 0, n))
+        if self.focus > 0:
+            pool, cnt = data["pool"]
+            k_f, k_a, k_b = jax.random.split(k_j, 3)
+            foc = (jnp.arange(P) < round(self.focus * P))[:, None] & (cnt > 1)
+            v = jnp.where(foc, pool[jax.random.randint(k_a, shape, 0, jnp.maximum(cnt, 1))],
+                          v)
+            pu = pool[jax.random.randint(k_b, shape, 0, jnp.maximum(cnt, 1))]
+            j = jax.random.randint(k_f, shape, 0, jnp.maximum(deg[v], 1))
+            u = jnp.where(foc, jnp.where(near, nbr[v, j], pu), u)
         side = jnp.where(jax.random.bernoulli(k_s, 0.5, shape), 0.5, -0.5) / self.spec.N
         on = jax.random.bernoulli(k_on, 0.5, shape).at[:, 0].set(True)
         X = jnp.broadcast_to(x, (P, N))
         rows = jnp.arange(P)[:, None]
-        new = jnp.where(on, x[u] + side, X[rows, v])
-        return X.at[rows, v].set(new)
+        if not self.spec.NX:
+            new = jnp.where(on, x[u] + side, X[rows, v])
+            return X.at[rows, v].set(new)
+        uo = data["g"].unit_of[:N]  # (width,) unit of each node (padding: N)
+        for m in range(self.moves):  # move the whole unit of v
+            sel = on[:, m:m + 1] & (uo[None, :] == uo[v[:, m]][:, None])
+            X = jnp.where(sel, x[u[:, m]][:, None] + side[:, m:m + 1], X)
+        return X
 
     def step(self, data, carry, key):
         x, fx = carry
         X = self.neighbours(data, x, key)
+        X = X.at[0].set(jnp.where(jnp.isinf(fx), x, X[0]))  # first step: evaluate x
         f = fitness(self.spec, "decode", data, X)
         i = jnp.argmin(f)
         take = f[i] <= fx

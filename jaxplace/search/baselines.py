@@ -74,9 +74,80 @@ def level_orders(graph: CompGraph) -> list[np.ndarray]:
     return [(-depth).astype(np.float32), height.astype(np.float32)]
 
 
+def _unit_dag(graph: CompGraph) -> CompGraph:
+    """The placement-unit DAG as a CompGraph (for DFS / level orders over units)."""
+    u = graph.units
+    src = np.repeat(np.arange(u.num_units), np.diff(u.succ_ptr))
+    edges = np.stack([src, u.succ_idx], axis=1).reshape(-1, 2)
+    return CompGraph(np.ones(u.num_units), edges)
+
+
+def tensor_partners(graph: CompGraph) -> np.ndarray:
+    """(U,) int64: for every placement unit, the other unit it shares the most tensor
+    volume with (as producer or consumer); -1 when it shares none."""
+    units = graph.units
+    uo = units.unit_of
+    U = units.num_units
+    w: dict = {}
+    for t in range(graph.num_tensors):
+        a = int(uo[graph.tensor_producer[t]])
+        cons = {int(uo[c]) for c in graph.tensor_consumers[graph.tensor_ptr[t]:
+                                                             graph.tensor_ptr[t + 1]]}
+        for b in cons - {a}:
+            for key in ((a, b), (b, a)):
+                w[key] = w.get(key, 0.0) + float(graph.tensor_size[t])
+    best = np.full(U, -1, np.int64)
+    bw = np.full(U, -1.0)
+    for (a, b), x in sorted(w.items()):
+        if x > bw[a]:
+            best[a], bw[a] = b, x
+    return best
+
+
+def place_free_units(graph: CompGraph, up: np.ndarray) -> np.ndarray:
+    """Unit priorities `up` (higher first) with every *free* unit (no ordering edge in
+    or out, e.g. a training graph's backward-only colour classes) put just below the
+    unit it shares its heaviest tensor with, so Kahn emits it right after that unit
+    (random or level priorities would put it anywhere, usually far from its data)."""
+    units = graph.units
+    U = units.num_units
+    free = np.flatnonzero((np.diff(units.pred_ptr) == 0) & (np.diff(units.succ_ptr) == 0))
+    if U < 2 or not len(free):
+        return up
+    # canonical form first: distinct values, one step apart
+    rank = np.empty(U, np.int64)
+    rank[np.lexsort((np.arange(U), -up))] = np.arange(U)
+    up = ((U - rank) / U).astype(np.float64)
+    partner = tensor_partners(graph)
+    isfree = np.zeros(U, bool)
+    isfree[free] = True
+    out = up.copy()
+    for f in free:
+        p, depth = int(partner[f]), 1
+        while p >= 0 and isfree[p] and depth < U:  # chains of free units
+            p, depth = int(partner[p]), depth + 1
+        if p >= 0 and p != f:
+            out[f] = up[p] - 0.5 / U * (1 - 1 / (depth + 1))
+    return out
+
+
 def seed_priorities(graph: CompGraph) -> np.ndarray:
-    """(S, n) float32 heuristic priority vectors: DFS, ASAP and ALAP orders."""
-    return np.stack([order_to_priorities(dfs_order(graph)), *level_orders(graph)])
+    """(S, n) float32 heuristic node-priority vectors: DFS, ASAP and ALAP orders of
+    the placement units (`graph.units`), each with its free units placed next to
+    their heaviest tensor partner (`place_free_units`); every node of a unit gets the
+    unit's priority."""
+    units = graph.units
+    if units.trivial:
+        ug = graph
+        up = [order_to_priorities(dfs_order(graph)), *level_orders(graph)]
+    else:
+        ug = _unit_dag(graph)
+        up = [order_to_priorities(dfs_order(ug)), *level_orders(ug)]
+    rows = []
+    for x in up:
+        y = place_free_units(graph, np.asarray(x, np.float64))
+        rows.append(np.asarray(y, np.float32)[units.unit_of])
+    return np.stack(rows)
 
 
 def random_reference(problem: Problem, budget: int, seed: int, time_limit: float | None,
@@ -106,5 +177,5 @@ def random_reference(problem: Problem, budget: int, seed: int, time_limit: float
     return best, done, best_x
 
 
-__all__ = ["dfs_order", "level_orders", "order_to_priorities", "random_reference",
-           "seed_priorities"]
+__all__ = ["dfs_order", "level_orders", "order_to_priorities", "place_free_units",
+           "random_reference", "seed_priorities", "tensor_partners"]

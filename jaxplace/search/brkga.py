@@ -20,9 +20,8 @@ from collections.abc import Callable
 import jax
 import jax.numpy as jnp
 from evosax.algorithms.population_based.base import Params as BaseParams
-from evosax.algorithms.population_based.base import PopulationBasedAlgorithm
+from evosax.algorithms.population_based.base import PopulationBasedAlgorithm, metrics_fn
 from evosax.algorithms.population_based.base import State as BaseState
-from evosax.algorithms.population_based.base import metrics_fn
 from evosax.core.fitness_shaping import identity_fitness_shaping_fn
 from evosax.types import Fitness, Population, Solution
 from flax import struct

@@ -1,9 +1,17 @@
-"""The default search: seeded BRKGA, then a batched local search on the order.
+"""The default search: BRKGA, then a batched local search on the order.
 
-1. BRKGA (Goncalves and Resende 2011) whose first population holds heuristic orders
-   (DFS linearization, ASAP and ALAP layerings, user seeds) next to random keys.
-2. `ShiftSearch` from the best BRKGA candidate: batches of node shifts in the order,
-   re-sliced optimally by the decoder, accepting no-worse moves (plateau walks).
+1. BRKGA (Goncalves and Resende 2011), population 100, a third of the budget (with the
+   default budget exactly the paper's brkga-10000, sharing its compiled program),
+   stopped early after BRKGA_PATIENCE evaluations without improvement.
+2. `ShiftSearch` from the best start among BRKGA's final population and the heuristic
+   orders (DFS linearization, ASAP / ALAP layerings over placement units, free units
+   placed next to their heaviest tensor partner, user seeds): batches of node shifts
+   in the order, re-sliced optimally by the decoder, accepting no-worse moves
+   (plateau walks); for k >= FOCUS_MIN_K half the moves start at the incumbent's
+   bottleneck block or its neighbours. Stops after PATIENCE evaluations without
+   improvement, then restarts (RESTARTS times) from the next best distinct start.
+3. Budget: 30,000 evaluations, or max(3000, 600 n) when smaller; the search stops at
+   once when the cost reaches the simple lower bound (proved optimal).
 """
 
 from __future__ import annotations
@@ -12,8 +20,9 @@ import time
 
 import numpy as np
 
-from jaxplace.progress import bar
 from jaxplace.problem import Problem
+from jaxplace.progress import bar
+from jaxplace.reference import decode_reference
 from jaxplace.search.baselines import seed_priorities
 
 #: Decoder evaluations of the default search (about 3x the paper's brkga-10000).
@@ -22,36 +31,97 @@ DEFAULT_BUDGET = 30_000
 BRKGA_SHARE = 1 / 3
 POPULATION = 100
 LOCAL_BATCH = 64
+#: Share of the local-search candidates whose moved node comes from the bottleneck
+#: block or its neighbours, by k: helped at k = 16 on REGAL graphs, hurt at k = 4, 8
+#: (notes/search.md), so only for k >= FOCUS_MIN_K.
+FOCUS = 0.5
+FOCUS_MIN_K = 12
+#: Local-search steps per compiled chunk (the bottleneck focus is refreshed between).
+LOCAL_CHUNK = 8
+#: Stop a local search after this many evaluations without improvement.
+PATIENCE = 12_000
+#: Stop BRKGA after this many evaluations without improvement.
+BRKGA_PATIENCE = 4000
+#: Heuristic orders in BRKGA's first population (else only as local-search starts):
+#: seeding made BRKGA converge early on REGAL graphs (notes/search.md).
+SEED_BRKGA = False
+#: Local searches restarted after a stagnation stop, from the next best start.
+RESTARTS = 1
 
 
 def default_search(problem: Problem, *, budget: int | None = None, seed: int = 0,
                    time_limit=None, target=None, progress=None, lb=None, seeds=None,
                    population_size: int | None = None, brkga_share: float = BRKGA_SHARE,
-                   local_batch: int = LOCAL_BATCH, moves: int = 3):
+                   local_batch: int = LOCAL_BATCH, moves: int = 3, focus: float | None = None,
+                   patience: int | None = PATIENCE,
+                   brkga_patience: int | None = BRKGA_PATIENCE,
+                   seed_brkga: bool = SEED_BRKGA, restarts: int = RESTARTS):
+    """See the module doc. `seed_brkga`: put the heuristic orders into BRKGA's first
+    population (else they only compete as local-search starts); `restarts`: local
+    searches started after a stagnation stop, from the next best distinct start."""
     from jaxplace.search import _finish, run_evosax, shift_search
 
     start = time.perf_counter()
-    # tiny graphs need far fewer evaluations (the order space is small)
-    budget = budget or min(DEFAULT_BUDGET, max(3000, 50 * problem.n * problem.k))
+    if focus is None:
+        focus = FOCUS if problem.k >= FOCUS_MIN_K else 0.0
+    # tiny graphs need far fewer evaluations (the order space is small); otherwise the
+    # stagnation stops (`patience`) end easy instances early
+    budget = budget or min(DEFAULT_BUDGET, max(3000, 600 * problem.n))
     P = max(2, min(population_size or POPULATION, budget // 3))
     s = seed_priorities(problem.graph)
     if seeds is not None:
         s = np.concatenate([np.asarray(seeds, np.float32).reshape(-1, problem.n), s])
-    b1 = max(int(budget * brkga_share), P)
+    # the driver's chunk rule: with the default budget this is brkga-10000's compiled
+    # program (population 100, 100 generations in chunks of 20), shared with it
+    gens = max(int(budget * brkga_share) // P, 1)
     with bar(budget, "default", enabled=progress) as pb:
-        out1 = run_evosax(problem, "BRKGA", budget=b1, population_size=P, seed=seed,
+        out1 = run_evosax(problem, "BRKGA", budget=gens * P, population_size=P, seed=seed,
                           time_limit=time_limit, target=target, progress=False, lb=lb,
-                          seeds=s, raw=True, start=start)
+                          seeds=s if seed_brkga else seeds, raw=True, start=start,
+                          patience=brkga_patience)
         pb.update(out1.evaluations)
-        steps = max((budget - out1.evaluations) // local_batch, 0)
-        if out1.interrupted or (target is not None and out1.best_f <= target):
-            steps = 0
-        out2 = shift_search(problem, out1.best_x[:problem.n], steps=steps,
-                            batch=local_batch, moves=moves, seed=seed + 1,
-                            time_limit=time_limit, target=target, lb=lb, start=start,
-                            pbar=pb, evaluations0=out1.evaluations)
-    best_x = out2.best_x if out2.best_f <= out1.best_f else out1.best_x
-    history = out1.history.concat(out2.history)
-    return _finish(problem, "default", best_x, out1.evaluations + out2.evaluations, start,
-                   history, out1.interrupted or out2.interrupted,
-                   info={"brkga_best": out1.best_f, "local_best": out2.best_f})
+        evals, history = out1.evaluations, out1.history
+        best_x, best_f = out1.best_x[:problem.n], out1.best_f
+        done = out1.interrupted or (target is not None and best_f <= target)
+        starts = _starts(problem, out1, s, restarts)
+        info = {"brkga_best": out1.best_f, "local_best": [], "brkga_evaluations": evals}
+        for i, x0 in enumerate(starts):
+            steps = (budget - evals) // local_batch
+            if done or steps < LOCAL_CHUNK:
+                break
+            out2 = shift_search(problem, x0, steps=steps, batch=local_batch, moves=moves,
+                                focus=focus, patience=patience, chunk=LOCAL_CHUNK,
+                                seed=seed + 1 + i, time_limit=time_limit, target=target,
+                                lb=lb, start=start, pbar=pb, evaluations0=evals)
+            evals += out2.evaluations
+            history = history.concat(out2.history)
+            info["local_best"].append(out2.best_f)
+            if out2.best_f < best_f:
+                best_x, best_f = out2.best_x[:problem.n], out2.best_f
+            done = out2.interrupted or not out2.stale or (target is not None
+                                                          and best_f <= target)
+    return _finish(problem, "default", best_x, evals, start, history,
+                   out1.interrupted or bool(info["local_best"]) and out2.interrupted,
+                   info=info)
+
+
+def _starts(problem: Problem, out1, seeds: np.ndarray, restarts: int) -> list:
+    """Local-search starts, best first: BRKGA's final population and the heuristic
+    seeds (float64 reference costs), distinct orders only, at most 1 + restarts."""
+    state = out1.carry[0]
+    pop = np.asarray(state.population)[:, :problem.n]
+    fit = np.asarray(state.fitness, np.float64)
+    cands = [(out1.best_f, out1.best_x[:problem.n])]
+    cands += [(float(f), x) for f, x in zip(fit, pop, strict=True) if np.isfinite(f)]
+    cands += [(decode_reference(problem, x).cost, np.asarray(x, np.float32)) for x in seeds]
+    cands.sort(key=lambda c: c[0])
+    out, seen = [], set()
+    for _, x in cands:
+        key = tuple(np.argsort(-np.asarray(x, np.float64), kind="stable")[:64].tolist())
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append(x)
+        if len(out) > restarts:
+            break
+    return out
