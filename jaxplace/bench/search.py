@@ -41,11 +41,15 @@ def add_arguments(p) -> None:
                    help="regal: the ICML table; dnn: optimality check on DNN-like graphs")
     p.add_argument("--time-limit", type=float, default=60.0,
                    help="dnn suite: seconds for the certificate (exact MIP) per instance")
+    p.add_argument("--min-nodes", type=int, default=0,
+                   help="dnn suite: skip graphs with fewer nodes")
 
 
 #: The DNN suite: (family, keyword arguments), 100-400 nodes.
 DNN_SUITE = (("transformer", {"layers": 16}), ("resnet", {"stages": (3, 8, 12, 3)}),
-             ("inception", {"modules": 18}), ("unet", {"depth": 8, "convs": 6}))
+             ("inception", {"modules": 18}), ("unet", {"depth": 8, "convs": 6}),
+             ("transformer", {"layers": 24}),
+             ("resnet", {"stages": (3, 4, 23, 3), "block": "bottleneck"}))
 
 
 def run_method(problem, name: str, seed: int):
@@ -82,13 +86,15 @@ def run_dnn(args) -> int:
     rows, proven, total = [], 0, 0
     for name, kw in DNN_SUITE:
         g = GENERATORS[name](seed=args.seed + 1, **kw)
+        if args.min_nodes and g.num_nodes < args.min_nodes:
+            continue
         for k in ks:
             p = jp.Problem(g, k)
             r = jp.search(p, seed=args.seed, progress=False)
             t0 = time.perf_counter()
             cert = jp.certify(p, partition=r.partition,
                               methods=("simple", "bottleneck", "exact"),
-                              time_limit=args.time_limit, progress=False)
+                              time_limit=args.time_limit)
             tc = time.perf_counter() - t0
             better = cert.upper_bound < r.cost * (1 - 1e-9)
             total += 1
