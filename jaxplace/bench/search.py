@@ -28,7 +28,7 @@ import numpy as np
 HELP = "search quality table (geometric-mean ratio to the simple bound) on REGAL graphs"
 
 DEFAULT_METHODS = ("random-1,random-100,random-10000,brkga-10x10,brkga-100x100,mla,"
-                   "mla-weighted,brkga-1000x30,default")
+                   "mla-weighted,brkga-1000x100,default")
 
 
 def add_arguments(p) -> None:
