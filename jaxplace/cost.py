@@ -170,7 +170,7 @@ def evaluate_partition(problem: Problem, assignment) -> PartitionCost:
         io_in[cpu] = io_out[cpu] = overflow[cpu] = 0.0
     total = io_in + work + overflow + io_out
     if problem.capacity is not None:
-        total = np.where((param > problem.capacity) & ~cpu, np.inf, total)
+        total = np.where((param > problem.capacity_limit) & ~cpu, np.inf, total)
     return PartitionCost(a, work, param, io_in, io_out, overflow, total, block_order,
                          problem.k)
 

@@ -9,6 +9,10 @@ from jaxplace.errors import JaxplaceError
 from jaxplace.graph import CompGraph
 
 
+#: Relative slack on the hard capacity (see `Problem.capacity_limit`).
+CAPACITY_RTOL = 1e-9
+
+
 @dataclass(frozen=True, eq=False)
 class Problem:
     """MTPP instance (../shared/docs/mtpp.md section 1).
@@ -65,6 +69,19 @@ class Problem:
         if self.cpus and "cpu_latency" not in self.graph.node_attrs:
             raise JaxplaceError("CPU blocks need the node attribute 'cpu_latency', which "
                                 "the graph lacks", field="cpus")
+
+    @property
+    def capacity_limit(self) -> float:
+        """The largest block parameter sum treated as fitting the capacity (inf: none).
+
+        Parameter sums of segments are differences of prefix sums, which carry float64
+        rounding (3.8 + 3.5 + 3.5 - 3.8 = 7.000000000000001): a block that fits exactly
+        must not turn infeasible, so a relative slack of CAPACITY_RTOL is allowed.
+        """
+        if self.capacity is None:
+            return math.inf
+        total = float(self.graph.size_param.sum())
+        return self.capacity + CAPACITY_RTOL * max(self.capacity, total)
 
     @property
     def num_blocks(self) -> int:

@@ -203,7 +203,7 @@ def segment_cost_columns(problem: Problem, order):
         if problem.memory is not None:
             col += np.maximum(0.0, param - problem.memory) / B
         if problem.capacity is not None:
-            col[param > problem.capacity] = np.inf
+            col[param > problem.capacity_limit] = np.inf
         col[pref_bad[r + 1] - pref_bad[:r + 1] > 0] = np.inf
         yield r, col
 

@@ -109,6 +109,16 @@ def test_capacity_infeasible_is_inf():
     assert jp.slice_order(p, [0, 1, 2, 3]).cost == pytest.approx(8.0)  # no params
 
 
+def test_capacity_fits_exactly_despite_prefix_rounding():
+    # Found by hypothesis: 3.8 + 3.5 + 3.5 - 3.8 = 7.000000000000001 in float64 made a
+    # block of parameters exactly 7.0 look over the capacity 7.0.
+    g = jp.CompGraph([0, 0, 0, 0.1, 0, 0.1], [(3, 4), (5, 3)], [3.5, 3.8, 0, 3.5, 3.6, 0])
+    p = jp.Problem(g, 3, bandwidth=0.5, capacity=7.0)
+    assert jp.slice_order(p, [1, 5, 0, 2, 3, 4]).cost == pytest.approx(0.1)
+    assert jp.evaluate_partition(p, [1, 0, 1, 1, 2, 0]).bottleneck == pytest.approx(0.1)
+    assert jp.evaluate(p, np.array([[0.9, 1.0, 0.5, 0.4, 0.1, 0.95]]))[0] == pytest.approx(0.1)
+
+
 def test_simple_lower_bound():
     p = chain_problem(k=2)
     assert jp.simple_lower_bound(p) == 4.0

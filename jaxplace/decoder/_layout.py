@@ -257,7 +257,7 @@ def host_graph(problem: Problem, spec: Spec) -> dict[str, np.ndarray]:
         t_size=t_size, t_prod=t_prod,
         n=np.int32(U), k=np.int32(problem.k),
         memory=np.float64(np.inf if problem.memory is None else problem.memory),
-        capacity=np.float64(np.inf if problem.capacity is None else problem.capacity),
+        capacity=np.float64(problem.capacity_limit),
         inv_bw=np.float64(1.0 / B),
         plus=pad(st["work"] + st["size_units"] / B), t_init=t_init, bad=bad,
         cpu=pad(np.bincount(uof, weights=problem.cpu_latency, minlength=U)),
