@@ -325,7 +325,7 @@ class CompGraph:
                        op_types=optional_str("op_type"), node_ids=ids, node_attrs=extra,
                        meta=dict(G.graph))
         except JaxplaceError as exc:
-            raise exc.with_source(source) if source else exc
+            raise (exc.with_source(source) if source else exc) from None
 
     def to_networkx(self):
         """A networkx DiGraph that `from_networkx` turns back into an equal graph."""

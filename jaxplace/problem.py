@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from jaxplace.errors import JaxplaceError
 from jaxplace.graph import CompGraph
 
-
 #: Relative slack on the hard capacity (see `Problem.capacity_limit`).
 CAPACITY_RTOL = 1e-9
 
