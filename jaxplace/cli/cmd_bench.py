@@ -2,20 +2,17 @@
 
 from __future__ import annotations
 
-import importlib
-
 from jaxplace.bench import BENCHES
 
 
 def add_parser(sub) -> None:
+    from jaxplace.cli.main import optional_module
+
     p = sub.add_parser("bench", help="run a benchmark and print its figures")
     bsub = p.add_subparsers(dest="bench", metavar="NAME")
     for name in BENCHES:
-        try:
-            mod = importlib.import_module(f"jaxplace.bench.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"jaxplace.bench.{name}":
-                raise
+        mod = optional_module(f"jaxplace.bench.{name}")
+        if mod is None:
             continue
         bp = bsub.add_parser(name, help=mod.HELP, description=mod.HELP)
         mod.add_arguments(bp)

@@ -17,6 +17,16 @@ from jaxplace.errors import JaxplaceError
 COMMANDS = ("info", "generate", "partition", "certify", "import", "bench")
 
 
+def optional_module(name: str):
+    """Import `name`, or None when that module (not one it imports) does not exist."""
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        if exc.name != name:
+            raise
+        return None
+
+
 def build_parser() -> argparse.ArgumentParser:
     from jaxplace import __version__
 
@@ -26,13 +36,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"jaxplace {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
-        try:
-            mod = importlib.import_module(f"jaxplace.cli.cmd_{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"jaxplace.cli.cmd_{name}":
-                raise
-            continue
-        mod.add_parser(sub)
+        mod = optional_module(f"jaxplace.cli.cmd_{name}")
+        if mod is not None:
+            mod.add_parser(sub)
     return p
 
 
