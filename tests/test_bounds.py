@@ -63,15 +63,21 @@ def test_exact_equals_brute_force(problem):
     assert close(res.primal, opt)
 
 
-@settings(max_examples=25)
-@given(tiny_problems(max_nodes=5, max_k=3, multi_tensor=True))
-def test_exact_equals_brute_force_multi_tensor(problem):
+def check_exact_against_brute_force(problem) -> float:
+    """The exact MIP's bound equals brute force, and its partition is a valid optimum."""
     opt = brute_force_optimum(problem)
     res, found, _ = exact_bound(problem, time_limit=20)
     assert close(res.bound, opt), (res.bound, opt)
     if found is not None:
         assert is_valid(problem, found)
         assert close(block_costs(problem, found), opt)
+    return opt
+
+
+@settings(max_examples=25)
+@given(tiny_problems(max_nodes=5, max_k=3, multi_tensor=True))
+def test_exact_equals_brute_force_multi_tensor(problem):
+    check_exact_against_brute_force(problem)
 
 
 @settings(max_examples=25)
@@ -248,12 +254,7 @@ def _accelerator_only(problem):
 def test_exact_with_colocation_and_training_edges(problem):
     """Colocation classes and forward-only contiguity (NeurIPS 2020 model)."""
     problem = _accelerator_only(problem)
-    opt = brute_force_optimum(problem)
-    res, found, _ = exact_bound(problem, time_limit=20)
-    assert close(res.bound, opt), (res.bound, opt)
-    if found is not None:
-        assert is_valid(problem, found)
-        assert close(block_costs(problem, found), opt)
+    opt = check_exact_against_brute_force(problem)
     cert = certify(problem, methods=METHODS, time_limit=20, samples=2)
     for r in cert.results:
         assert leq(r.bound, opt), (r.name, r.bound, opt)
