@@ -37,18 +37,6 @@ def _methods(text: str) -> list[str]:
     return methods
 
 
-def random_reference(problem, budget: int, seed: int, time_limit: float | None,
-                     progress: bool | None = None):
-    """Best of `budget` random vectors through the NumPy reference (the slow oracle).
-
-    Kept for compatibility; see `jaxplace.search.baselines.random_reference`.
-    """
-    from jaxplace.search.baselines import random_reference as ref
-
-    best, done, _ = ref(problem, budget, seed, time_limit, progress=progress)
-    return best, done
-
-
 def run(args) -> int:
     from jaxplace.formats import save_result
     from jaxplace.search import search
