@@ -3,53 +3,71 @@
     import jaxplace as jp
     problem = jp.load_problem("model.json", k=8)
     result = jp.search(problem)
+    cert = jp.certify(problem, result.partition)
+
+The names below are the user API; everything else lives in the subpackages
+(`jp.decoder`, `jp.search`, `jp.bounds`, `jp.reference`, `jp.generators`,
+`jp.importers`, `jp.formats`, `jp.policy`). Heavy dependencies (JAX, evosax, HiGHS,
+flax) load on first use, so `import jaxplace` is fast.
 """
 
-from jaxplace import generators, importers
-from jaxplace.bounds import Certificate, certify
-from jaxplace.cost import PartitionCost, evaluate_partition, simple_lower_bound
-from jaxplace.decoder import decode, evaluate, evaluate_graphs, make_evaluator
+from __future__ import annotations
+
+import importlib
+
 from jaxplace.errors import JaxplaceError
-from jaxplace.formats import load_graph, load_problem, save_result
-from jaxplace.generators import example, generate
 from jaxplace.graph import CompGraph
-from jaxplace.importers import from_jax, from_onnx
 from jaxplace.problem import Problem
-from jaxplace.reference import Partition, decode_reference, evaluate_reference, kahn, slice_order
-from jaxplace.search import ALGORITHMS, BRKGA, METHODS, Result, search
 
 __version__ = "0.1.0"
 
+#: name -> module that defines it (imported on first access)
+_LAZY = {
+    "load_problem": "jaxplace.formats",
+    "load_graph": "jaxplace.formats",
+    "save_result": "jaxplace.formats",
+    "certify": "jaxplace.bounds",
+    "evaluate": "jaxplace.decoder",
+    "decode": "jaxplace.decoder",
+    "Evaluator": "jaxplace.decoder",
+    "evaluate_partition": "jaxplace.cost",
+    "simple_lower_bound": "jaxplace.cost",
+    "from_jax": "jaxplace.importers",
+    "from_onnx": "jaxplace.importers",
+}
+_SUBPACKAGES = ("bounds", "cost", "decoder", "formats", "generators", "importers",
+                "partition", "policy", "reference", "search")
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+    elif name in _SUBPACKAGES:
+        value = importlib.import_module(f"jaxplace.{name}")
+    else:
+        raise AttributeError(f"module 'jaxplace' has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY) | set(_SUBPACKAGES))
+
+
 __all__ = [
-    "ALGORITHMS",
-    "BRKGA",
-    "METHODS",
-    "Result",
-    "Certificate",
     "CompGraph",
+    "Evaluator",
     "JaxplaceError",
-    "Partition",
-    "PartitionCost",
     "Problem",
     "certify",
     "decode",
-    "decode_reference",
     "evaluate",
-    "evaluate_graphs",
     "evaluate_partition",
-    "evaluate_reference",
-    "example",
     "from_jax",
     "from_onnx",
-    "generate",
-    "generators",
-    "importers",
-    "kahn",
     "load_graph",
     "load_problem",
-    "make_evaluator",
     "save_result",
     "search",
     "simple_lower_bound",
-    "slice_order",
 ]

@@ -8,40 +8,13 @@ segment-cost column of ../shared/docs/mtpp.md section 2 (Archer et al., ICML 202
 from __future__ import annotations
 
 import heapq
-from dataclasses import dataclass
 
 import numpy as np
 
 from jaxplace.errors import JaxplaceError
 from jaxplace.graph import CompGraph
+from jaxplace.partition import Partition
 from jaxplace.problem import Problem
-
-
-@dataclass(frozen=True, eq=False)
-class Partition:
-    """A contiguous split of a topological order.
-
-    Attributes:
-        order: (n,) int64 node indices in topological order.
-        cuts: positions in `order` where blocks 1, 2, ... start (blocks are
-            order[0:cuts[0]], order[cuts[0]:cuts[1]], ...); len(cuts) = blocks - 1.
-        assignment: (n,) int64 block of every node, blocks numbered 0.. in DAG order.
-        cost: the bottleneck max_b f(block b).
-    """
-
-    order: np.ndarray
-    cuts: tuple[int, ...]
-    assignment: np.ndarray
-    cost: float
-
-    @property
-    def num_blocks(self) -> int:
-        return len(self.cuts) + 1
-
-    @property
-    def blocks(self) -> list[np.ndarray]:
-        """Node indices of each block, in order."""
-        return np.split(self.order, list(self.cuts))
 
 
 def _check_priorities(graph: CompGraph, priorities) -> np.ndarray:

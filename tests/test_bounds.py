@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import time
+from dataclasses import dataclass
 
 import numpy as np
 import pytest
@@ -13,8 +14,19 @@ from hypothesis import given, settings
 from strategies import tiny_hetero_problems, tiny_problems
 
 import jaxplace as jp
-from jaxplace.bounds import METHODS, certify, exact_bound, exact_model, guess_bound
+from jaxplace.bounds import (
+    BOUNDS,
+    DEFAULT_METHODS,
+    METHODS,
+    MIP_METHODS,
+    MethodResult,
+    certify,
+    exact_bound,
+    exact_model,
+    guess_bound,
+)
 from jaxplace.bounds._model import dag_numbering, start_vector
+from jaxplace.reference import decode_reference
 
 # HiGHS works to a primal feasibility tolerance of 1e-7 on scaled rows; bounds and
 # incumbent costs agree with exact float64 costs to about that, relative.
@@ -128,7 +140,7 @@ def test_ladder_is_ordered_on_a_medium_graph():
 
 def test_given_partition_is_the_upper_bound_and_the_mip_start():
     problem = random_problem(3, 25, 3)
-    part = jp.decode_reference(problem, np.zeros(problem.n))
+    part = decode_reference(problem, np.zeros(problem.n))
     cert = certify(problem, part, methods=("simple",))
     assert cert.upper_bound == pytest.approx(part.cost, rel=1e-12)  # summation order
     assert cert.partition_source == "given"
@@ -144,7 +156,7 @@ def test_start_vector_is_feasible_and_exact():
     """The MIP start of a partition satisfies every row with z = its cost."""
     for seed, kw in [(0, {}), (1, {"memory": 8.0}), (2, {"capacity": 40.0})]:
         problem = random_problem(seed, 20, 4, **kw)
-        part = jp.decode_reference(problem, np.random.default_rng(seed).random(problem.n))
+        part = decode_reference(problem, np.random.default_rng(seed).random(problem.n))
         pc = jp.evaluate_partition(problem, part.assignment)
         m = exact_model(problem)
         a = dag_numbering(pc.assignment, pc.block_order)
@@ -225,7 +237,7 @@ def test_cli_certify(tmp_path, capsys):
     problem = random_problem(6, 15, 3)
     path = tmp_path / "g.json"
     path.write_text(json.dumps(nodelink_data(problem.graph)))
-    part = jp.decode_reference(problem, np.zeros(problem.n))
+    part = decode_reference(problem, np.zeros(problem.n))
     res = tmp_path / "r.json"
     save_result(res, problem, part)
     out = tmp_path / "c.json"
@@ -268,3 +280,111 @@ def test_cpu_blocks_skip_the_mips_and_stay_valid(problem):
     assert leq(cert.lower_bound, opt)
     if problem.cpus or not problem.supported.all():
         assert cert.result("exact").status.startswith("skipped")
+
+
+# -- the registry, the worker processes, numbers HiGHS cannot load -----------------------
+
+
+def test_registry_is_the_ladder():
+    assert tuple(BOUNDS) == METHODS
+    assert METHODS == ("simple", "bottleneck-lp", "bottleneck-no-dag-lp",
+                       "bottleneck-no-io-lp", "bottleneck-guess-lp", "exact-lp",
+                       "bottleneck", "bottleneck-no-dag", "bottleneck-no-io",
+                       "bottleneck-guess", "exact")
+    assert MIP_METHODS == ("bottleneck", "bottleneck-no-dag", "bottleneck-no-io",
+                           "bottleneck-guess", "exact")
+    assert set(DEFAULT_METHODS) <= set(METHODS)
+    for name, m in BOUNDS.items():
+        assert m.name == name
+        assert m.kind in ("closed-form", "lp", "mip")
+        assert m.kind == "lp" if name.endswith("-lp") else m.kind != "lp"
+    with pytest.raises(TypeError):
+        BOUNDS["mine"] = BOUNDS["simple"]  # immutable: register in a copy
+
+
+@dataclass(frozen=True)
+class _HalfUpper:
+    """A (valid) dummy bound: half the best partition's cost, from the context."""
+
+    name: str = "half-upper"
+    kind: str = "closed-form"
+
+    def run(self, problem, context):
+        return MethodResult(self.name, context.upper_bound / 2, "closed form", 0.0,
+                            kind=self.kind)
+
+
+def test_certify_runs_what_the_registry_holds():
+    problem = random_problem(7, 12, 3)
+    a = decode_reference(problem, np.zeros(problem.n))
+    # inserted before "simple": certify follows the registry's order, not the argument's
+    registry = {"half-upper": _HalfUpper(), **BOUNDS}
+    cert = certify(problem, a, methods=("simple", "half-upper"), registry=registry)
+    assert [r.name for r in cert.results] == ["half-upper", "simple"]
+    assert cert.result("half-upper").bound == pytest.approx(a.cost / 2, rel=1e-12)
+    assert cert.lower_bound == max(r.bound for r in cert.results)
+    with pytest.raises(jp.JaxplaceError, match="unknown method"):
+        certify(problem, a, methods=("half-upper",))  # not in the default registry
+
+
+def test_guess_in_worker_processes_matches_one_process():
+    """threads=2: the k solves of bottleneck-guess run in `python -m
+    jaxplace.bounds.worker` processes; the bound is the in-process one."""
+    problem = random_problem(8, 8, 2)
+    kw = dict(methods=("bottleneck-guess",), time_limit=20, samples=2)
+    one = certify(problem, threads=1, **kw).result("bottleneck-guess")
+    two = certify(problem, threads=2, **kw).result("bottleneck-guess")
+    assert one.status == two.status == "Optimal"
+    assert two.solves == 2
+    assert two.bound == pytest.approx(one.bound, rel=1e-9)  # same model, same HiGHS
+
+
+def test_worker_module_runs_alone():
+    """The worker is a module of the installed package, run with this interpreter."""
+    import pickle
+    import subprocess
+    import sys
+
+    m = exact_model(random_problem(9, 6, 2))
+    job = (m.arrays(), dict(relax=False, time_limit=10, scale=m.scale))
+    proc = subprocess.run([sys.executable, "-m", "jaxplace.bounds.worker"],
+                          input=pickle.dumps(job), capture_output=True, check=True)
+    reply = pickle.loads(proc.stdout)
+    assert reply["status"] == "Optimal" and reply["col_value"] is None
+    assert reply["bound"] == pytest.approx(exact_bound(random_problem(9, 6, 2))[0].bound,
+                                           rel=RTOL)
+
+
+@pytest.mark.parametrize("methods", [("simple",), ("simple", "bottleneck", "exact")])
+def test_overflowing_work_is_a_user_error(methods):
+    g = jp.CompGraph([1e308, 1e308, 1.0], [(0, 1), (1, 2)], size_out=[1.0, 1.0, 0.0])
+    with pytest.raises(jp.JaxplaceError) as e:
+        certify(jp.Problem(g, 2), methods=methods, samples=1)
+    assert e.value.field == "work"
+    assert "sum to inf" in str(e.value) and "1e+308" in str(e.value)
+    assert "np." not in str(e.value) and "\n" not in str(e.value)
+
+
+def test_huge_work_is_a_user_error_not_a_highs_failure():
+    """work 1e308 next to 1: the model's coefficients would span 1e308, which HiGHS
+    cannot load (it dropped them and passModel failed); the error names the field."""
+    g = jp.CompGraph([1e308, 1.0, 1.0], [(0, 1), (1, 2)], size_out=[1.0, 1.0, 0.0])
+    problem = jp.Problem(g, 2)
+    for methods in [("simple", "bottleneck", "bottleneck-guess", "exact"), ("exact-lp",)]:
+        with pytest.raises(jp.JaxplaceError) as e:
+            certify(problem, methods=methods, samples=1)
+        msg = str(e.value)
+        assert e.value.field == "work", msg
+        assert "1e+308" in msg and "np." not in msg and "\n" not in msg
+    # the closed form alone is fine
+    assert certify(problem, methods=("simple",), samples=1).lower_bound == 1e308
+
+
+def test_tiny_tensor_coefficient_is_a_user_error():
+    g = jp.CompGraph([1.0, 1.0], [(0, 1)], size_out=[1e-12, 0.0])
+    with pytest.raises(jp.JaxplaceError) as e:
+        certify(jp.Problem(g, 2), methods=("bottleneck",), samples=1)
+    assert e.value.field == "size_out"
+    # without the tensor terms the same problem is fine
+    cert = certify(jp.Problem(g, 2), methods=("bottleneck-no-io",), samples=1)
+    assert cert.lower_bound == pytest.approx(1.0, rel=RTOL)

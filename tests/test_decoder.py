@@ -7,7 +7,6 @@ the stated bound for float32 segment sums on these small graphs.
 
 from __future__ import annotations
 
-import importlib
 import itertools
 from functools import partial
 
@@ -15,6 +14,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from compiles import count_compiles
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -28,10 +28,9 @@ from jaxplace.decoder import (
     make_evaluator,
     score,
 )
-from jaxplace.decoder._layout import Spec, bucket
+from jaxplace.decoder.layout import Spec, bucket
 from jaxplace.errors import JaxplaceError
 
-ev_mod = importlib.import_module("jaxplace.decoder.evaluate")
 IMPLS = ("simple", "lanes")
 #: One padded shape for all small property-test graphs, so hypothesis compiles once.
 SMALL = Spec(N=16, T=32, D=16, S=16, K=16, use_param=True)
@@ -106,7 +105,7 @@ def _population(problem, seed, ties, P=6, dtype=np.float32):
 def test_float32_matches_reference(impl, case):
     problem, seed, ties = case
     X = _population(problem, seed, ties)
-    assert_costs(fixed_scores(problem, X, impl), jp.evaluate_reference(problem, X),
+    assert_costs(fixed_scores(problem, X, impl), jp.reference.evaluate_reference(problem, X),
                  FLOAT32_RTOL)
 
 
@@ -118,7 +117,7 @@ def test_float64_matches_reference(impl, case):
     X = _population(problem, seed, ties, dtype=np.float64)
     with jax.enable_x64(True):
         got = fixed_scores(problem, X, impl, dtype=jnp.float64)
-    assert_costs(got, jp.evaluate_reference(problem, X), 1e-12)
+    assert_costs(got, jp.reference.evaluate_reference(problem, X), 1e-12)
 
 
 @pytest.mark.parametrize("impl", IMPLS)
@@ -131,14 +130,14 @@ def test_evaluate_entry_point(impl):
     for kw in cases:
         problem = random_problem(rng, 40, p=0.1, k=5, **kw)
         X = rng.random((37, problem.n))  # float64 X: keys computed on the host
-        want = jp.evaluate_reference(problem, X)
+        want = jp.reference.evaluate_reference(problem, X)
         # window=None: full DP every call (windows: test_decoder_hetero.py)
         assert_costs(evaluate(problem, X, impl=impl, window=None), want, FLOAT32_RTOL)
         assert_costs(evaluate(problem, X, precision="float64", impl=impl, window=None),
                      want, 1e-12)
         assert_costs(evaluate(problem, X.astype(np.float32), chunk_size=8, impl=impl,
                               window=None),
-                     jp.evaluate_reference(problem, X.astype(np.float32)), FLOAT32_RTOL)
+                     jp.reference.evaluate_reference(problem, X.astype(np.float32)), FLOAT32_RTOL)
 
 
 def test_k_larger_than_n_and_single_node():
@@ -146,7 +145,7 @@ def test_k_larger_than_n_and_single_node():
     for n, k in ((1, 1), (1, 4), (3, 10), (9, 40)):
         problem = random_problem(rng, n, k=k)
         X = rng.random((4, n)).astype(np.float32)
-        assert_costs(evaluate(problem, X), jp.evaluate_reference(problem, X), FLOAT32_RTOL)
+        assert_costs(evaluate(problem, X), jp.reference.evaluate_reference(problem, X), FLOAT32_RTOL)
 
 
 def test_capacity_infeasible_is_inf():
@@ -187,7 +186,7 @@ def test_brute_force_tiny():
         X = rng.random((3, problem.n))
         costs = evaluate(problem, X, precision="float64")
         for x, c in zip(X, costs, strict=True):
-            order = jp.kahn(problem.graph, x)
+            order = jp.reference.kahn(problem.graph, x)
             np.testing.assert_allclose(c, _brute_force_slice(problem, order), rtol=1e-12)
 
 
@@ -199,7 +198,7 @@ def test_decode_matches_reference(precision):
         X = rng.random((5, problem.n))
         parts = decode(problem, X, precision=precision)
         for x, part in zip(X, parts, strict=True):
-            ref = jp.decode_reference(problem, x)
+            ref = jp.reference.decode_reference(problem, x)
             assert np.array_equal(part.order, ref.order)
             pc = jp.evaluate_partition(problem, part.assignment)
             assert part.cost == pc.bottleneck
@@ -209,7 +208,7 @@ def test_decode_matches_reference(precision):
             else:
                 np.testing.assert_allclose(part.cost, ref.cost, rtol=FLOAT32_RTOL)
     single = decode(problem, X[0])
-    assert isinstance(single, jp.Partition)
+    assert isinstance(single, jp.reference.Partition)
 
 
 def test_no_recompile():
@@ -219,13 +218,15 @@ def test_no_recompile():
     spec_a, spec_b = (jp_spec(p) for p in (a, b))
     X = rng.random((20, 50)).astype(np.float32)
     evaluate(a, X)
-    evaluate(a, X)  # may compile once more: a block window chosen from the first costs
-    before = ev_mod.TRACE_COUNT["evaluate"]
-    evaluate(a, X)
-    evaluate(a, X[:19])  # same population bucket
-    if spec_a == spec_b:
-        evaluate(b, X)  # another graph in the same bucket
-    assert ev_mod.TRACE_COUNT["evaluate"] == before
+    decode(a, X[:3])
+    with count_compiles() as counts:
+        evaluate(a, X)
+        evaluate(a, X[:19])  # same population bucket
+        decode(a, X[:2])
+        if spec_a == spec_b:
+            evaluate(b, X)  # another graph in the same bucket
+            decode(b, X[:3])
+    assert counts["score_chunk"] == 0 and counts["decode_chunk"] == 0, counts
 
 
 def jp_spec(problem):
@@ -246,11 +247,11 @@ def test_same_bucket_other_graph_no_recompile():
         if problem_spec(cand) == spec:
             others.append(cand)
     evaluate(base, rng.random((16, base.n)).astype(np.float32))
-    before = ev_mod.TRACE_COUNT["evaluate"]
-    for p in others:
-        X = rng.random((16, p.n)).astype(np.float32)
-        assert_costs(evaluate(p, X), jp.evaluate_reference(p, X), FLOAT32_RTOL)
-    assert ev_mod.TRACE_COUNT["evaluate"] == before
+    with count_compiles() as counts:
+        for p in others:
+            X = rng.random((16, p.n)).astype(np.float32)
+            assert_costs(evaluate(p, X), jp.reference.evaluate_reference(p, X), FLOAT32_RTOL)
+    assert counts["score_chunk"] == 0, counts
 
 
 def test_bucket():
@@ -274,7 +275,7 @@ def test_make_evaluator_inside_scan():
         return jax.lax.scan(body, jnp.inf, X)
 
     best, costs = loop(X)
-    want = jp.evaluate_reference(problem, X.reshape(-1, problem.n)).reshape(4, 8)
+    want = jp.reference.evaluate_reference(problem, X.reshape(-1, problem.n)).reshape(4, 8)
     assert_costs(np.asarray(costs), want, FLOAT32_RTOL)
     np.testing.assert_allclose(float(best), want.min(), rtol=FLOAT32_RTOL)
 
@@ -286,7 +287,7 @@ def test_evaluate_graphs_multi():
     X = rng.random((3, 6, 23)).astype(np.float32)
     got = evaluate_graphs(probs, X)
     for i, p in enumerate(probs):
-        assert_costs(got[i], jp.evaluate_reference(p, X[i, :, :p.n]), FLOAT32_RTOL)
+        assert_costs(got[i], jp.reference.evaluate_reference(p, X[i, :, :p.n]), FLOAT32_RTOL)
 
 
 def test_bad_input():

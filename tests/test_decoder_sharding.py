@@ -13,7 +13,6 @@ SCRIPT = textwrap.dedent("""
     import jaxplace as jp
     from jaxplace.decoder import evaluate, FLOAT32_RTOL
     import importlib
-    ev = importlib.import_module("jaxplace.decoder.evaluate")
     assert len(jax.devices()) == 4, jax.devices()
     rng = np.random.default_rng(0)
     n = 30
@@ -24,7 +23,7 @@ SCRIPT = textwrap.dedent("""
                      rng.uniform(0.1, 5, n))
     problem = jp.Problem(g, 4, memory=float(g.size_param.sum()) / 4)
     X = rng.random((50, n)).astype(np.float32)
-    want = jp.evaluate_reference(problem, X)
+    want = jp.reference.evaluate_reference(problem, X)
     for impl in IMPLS:
         got = evaluate(problem, X, impl=impl)
         np.testing.assert_allclose(got, want, rtol=FLOAT32_RTOL)
@@ -33,11 +32,15 @@ SCRIPT = textwrap.dedent("""
         got = evaluate(problem, X, impl=impl, devices=jax.devices()[:2])
         np.testing.assert_allclose(got, want, rtol=FLOAT32_RTOL)
     # the sharded call really splits the population over the 4 devices
-    spec, gd, Z, use_keys = ev._prepare(problem, X[:48], "float32")
-    mesh, _ = ev._mesh(None)
+    from jaxplace.decoder.batching import make_mesh
+    from jaxplace.decoder.evaluator import Evaluator, score_chunk
+    evr = Evaluator(problem, window=None)
+    Z, use_keys = evr._rows(X[:48])
+    mesh, ndev = make_mesh(None)
+    assert ndev == 4
     from jax.sharding import NamedSharding, PartitionSpec as P
     z = jax.device_put(Z, NamedSharding(mesh, P("pop")))
-    out = ev._run(spec, gd, z, use_keys=False, impl=IMPLS[-1], mesh=mesh)
+    out = score_chunk(evr.spec, evr.graph, z, use_keys=False, impl=IMPLS[-1], mesh=mesh)
     assert len(out.sharding.device_set) == 4, out.sharding
     np.testing.assert_allclose(np.asarray(out), want[:48], rtol=FLOAT32_RTOL)
     print("OK")

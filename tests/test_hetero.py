@@ -17,7 +17,7 @@ SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "dnn-partitio
 
 
 def min_over_orders(problem):
-    return min(jp.slice_order(problem, o).cost for o in topological_orders(problem.graph))
+    return min(jp.reference.slice_order(problem, o).cost for o in topological_orders(problem.graph))
 
 
 @given(tiny_hetero_problems(max_nodes=5))
@@ -32,7 +32,7 @@ def test_training_graphs_equal_brute_force(problem):
 
 @given(tiny_hetero_problems(max_nodes=6, training=True), st.randoms(use_true_random=False))
 def test_decoded_partition_is_valid_and_costed(problem, rnd):
-    part = jp.decode_reference(problem, [rnd.random() for _ in range(problem.n)])
+    part = jp.reference.decode_reference(problem, [rnd.random() for _ in range(problem.n)])
     if not np.isfinite(part.cost):
         return
     assert is_valid(problem, part.assignment)
@@ -53,7 +53,7 @@ def test_colocation_contracts_cycles():
     p = jp.Problem(g, 2)
     with pytest.raises(jp.JaxplaceError, match="share color class 7"):
         jp.evaluate_partition(p, [0, 1, 1, 1])
-    assert jp.kahn(g, [0, 0, 0, 1]).tolist() == [0, 1, 2, 3]
+    assert jp.reference.kahn(g, [0, 0, 0, 1]).tolist() == [0, 1, 2, 3]
 
 
 def test_cpu_block_pays_no_transfers_and_unsupported_goes_to_cpu():
@@ -66,8 +66,8 @@ def test_cpu_block_pays_no_transfers_and_unsupported_goes_to_cpu():
     assert cost.device_types == ["accel", "accel", "cpu"]
     with pytest.raises(jp.JaxplaceError, match="not supported on an accelerator"):
         jp.evaluate_partition(p, [0, 1, 1])
-    assert jp.slice_order(p, [0, 1, 2]).cost == 7.0
-    assert jp.slice_order(p.replace(cpus=0), [0, 1, 2]).cost == np.inf
+    assert jp.reference.slice_order(p, [0, 1, 2]).cost == 7.0
+    assert jp.reference.slice_order(p.replace(cpus=0), [0, 1, 2]).cost == np.inf
     assert jp.simple_lower_bound(p) == 5.0
 
 
@@ -84,7 +84,7 @@ def test_training_workloads_decode(name):
     path = glob.glob(str(SHARED / "throughput" / "*" / name))[0]
     p = jp.load_problem(path)
     p = p.replace(cpus=p.graph.meta.get("maxCPUs", 0))
-    part = jp.decode_reference(p, np.random.default_rng(0).random(p.n))
+    part = jp.reference.decode_reference(p, np.random.default_rng(0).random(p.n))
     assert np.isfinite(part.cost)
     assert same_cost(jp.evaluate_partition(p, part.assignment).bottleneck, part.cost)
     assert os.path.basename(path) == name

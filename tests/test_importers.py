@@ -12,7 +12,8 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from jaxplace import JaxplaceError, Problem, decode_reference, evaluate_partition
+from jaxplace import JaxplaceError, Problem, evaluate_partition
+from jaxplace.reference import decode_reference
 from jaxplace.graph import CompGraph
 from jaxplace.importers import (
     coarsen,

@@ -12,7 +12,7 @@ from strategies import same_cost
 import jaxplace as jp
 from jaxplace.search import ALGORITHMS, BRKGA, METHODS, Result, search
 from jaxplace.search import driver as driver_mod
-from jaxplace.search._programs import arrangement_cost, arrangement_edges
+from jaxplace.search.programs import SearchData, arrangement_cost, arrangement_edges
 from jaxplace.search.baselines import (
     dfs_order,
     order_to_priorities,
@@ -166,7 +166,7 @@ def test_every_method_returns_a_consistent_result(method):
     assert same_cost(r.cost, cost.bottleneck)
     assert r.cost >= jp.simple_lower_bound(p) * (1 - 1e-12)
     # the priorities decode (float64 reference) to the reported cost
-    ref = jp.decode_reference(p, r.priorities)
+    ref = jp.reference.decode_reference(p, r.priorities)
     assert np.isclose(ref.cost, r.cost, rtol=RTOL)
     assert r.priorities.shape == (p.n,) and r.priorities.dtype == np.float32
     assert 1 <= r.evaluations <= 1200
@@ -207,9 +207,9 @@ def test_brkga_beats_its_first_population():
 def test_random_best_matches_reference_oracle():
     p = jp.Problem(small_graph(5), 3)
     r = search(p, "random", budget=300, seed=1, progress=False)
-    assert np.isclose(jp.evaluate_reference(p, r.priorities[None])[0], r.cost, rtol=RTOL)
+    assert np.isclose(jp.reference.evaluate_reference(p, r.priorities[None])[0], r.cost, rtol=RTOL)
     part, done, x = random_reference(p, 50, seed=1, time_limit=None, progress=False)
-    assert done == 50 and np.isclose(jp.decode_reference(p, x).cost, part.cost)
+    assert done == 50 and np.isclose(jp.reference.decode_reference(p, x).cost, part.cost)
 
 
 def test_time_limit_and_target_stop_early():
@@ -236,7 +236,7 @@ def test_ctrl_c_keeps_best(monkeypatch):
     monkeypatch.setattr(driver_mod, "_postfix", flaky)
     r = search(p, "brkga", budget=100_000, population_size=20, progress=False)
     assert r.interrupted and r.evaluations < 100_000
-    assert np.isclose(jp.decode_reference(p, r.priorities).cost, r.cost, rtol=RTOL)
+    assert np.isclose(jp.reference.decode_reference(p, r.priorities).cost, r.cost, rtol=RTOL)
 
 
 def test_user_seeds_enter_the_population():
@@ -244,7 +244,7 @@ def test_user_seeds_enter_the_population():
     p = jp.Problem(g, 3)
     x = order_to_priorities(dfs_order(g))
     r = search(p, "brkga", budget=20, population_size=20, seeds=x[None], progress=False)
-    assert r.cost <= jp.decode_reference(p, x).cost * (1 + RTOL)
+    assert r.cost <= jp.reference.decode_reference(p, x).cost * (1 + RTOL)
 
 
 # -- baselines --------------------------------------------------------------------------
@@ -254,12 +254,12 @@ def test_dfs_and_level_orders_are_topological():
     g = small_graph(9, n=30)
     order = dfs_order(g)
     jp.reference.check_order(g, order)  # raises if not a topological order
-    np.testing.assert_array_equal(jp.kahn(g, order_to_priorities(order)), order)
+    np.testing.assert_array_equal(jp.reference.kahn(g, order_to_priorities(order)), order)
     seeds = seed_priorities(g)
     assert seeds.shape == (3, g.num_nodes)
     pos = np.empty(g.num_nodes, int)
     for x in seeds:
-        pos[jp.kahn(g, x)] = np.arange(g.num_nodes)
+        pos[jp.reference.kahn(g, x)] = np.arange(g.num_nodes)
         assert np.all(pos[g.edges[:, 0]] < pos[g.edges[:, 1]])
 
 
@@ -270,12 +270,12 @@ def test_arrangement_cost_matches_numpy(weighted):
     g = small_graph(10, n=20)
     p = jp.Problem(g, 2)
     spec, dg = device_graph(p)
-    data = {"g": dg, "la": arrangement_edges(p, weighted)}
+    data = SearchData(g=dg, la=arrangement_edges(p, weighted))
     X = np.asarray(jax.random.uniform(jax.random.key(0), (5, spec.width)), np.float32)
     got = np.asarray(arrangement_cost(spec, data, jnp.asarray(X)))
     for x, c in zip(X, got, strict=True):
         pos = np.empty(g.num_nodes, int)
-        pos[jp.kahn(g, x[:g.num_nodes])] = np.arange(g.num_nodes)
+        pos[jp.reference.kahn(g, x[:g.num_nodes])] = np.arange(g.num_nodes)
         want = 0.0
         for t in range(g.num_tensors):
             u = g.tensor_producer[t]
@@ -331,7 +331,7 @@ def test_bottleneck_pool_holds_the_bottleneck_block_and_its_neighbours():
 
     p = jp.Problem(small_graph(2, n=30), 5)
     x = np.random.default_rng(0).random(p.n).astype(np.float32)
-    part = jp.decode_reference(p, x)
+    part = jp.reference.decode_reference(p, x)
     cost = jp.evaluate_partition(p, part.assignment)
     pool, cnt = bottleneck_pool(p, x, 32)
     nodes = set(np.asarray(pool)[:int(cnt)].tolist())
@@ -356,7 +356,7 @@ def test_seeds_put_free_units_next_to_their_tensor_partner():
     assert units.num_units == 4
     for x in seed_priorities(g):
         up = np.asarray(x)[np.asarray([units.unit_members(u)[0] for u in range(4)])]
-        order = jp.kahn(jp.CompGraph(np.ones(4), [(0, 1), (1, 2)]), up)
+        order = jp.reference.kahn(jp.CompGraph(np.ones(4), [(0, 1), (1, 2)]), up)
         pos = {int(v): i for i, v in enumerate(order)}
         assert pos[3] == pos[1] + 1, order
 
@@ -366,8 +366,8 @@ def test_shift_search_focus_keeps_the_best_and_reports_it():
 
     p = jp.Problem(small_graph(1), 3)
     x0 = np.random.default_rng(1).random(p.n).astype(np.float32)
-    f0 = jp.decode_reference(p, x0).cost
+    f0 = jp.reference.decode_reference(p, x0).cost
     out = shift_search(p, x0, steps=16, batch=64, focus=0.5, chunk=8, seed=0)
     assert out.evaluations == 16 * 64
     assert out.best_f <= f0 * (1 + RTOL)
-    assert np.isclose(jp.decode_reference(p, out.best_x[:p.n]).cost, out.best_f, rtol=RTOL)
+    assert np.isclose(jp.reference.decode_reference(p, out.best_x[:p.n]).cost, out.best_f, rtol=RTOL)

@@ -9,7 +9,6 @@ speed ratio and the maximum relative cost difference.
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
 import random
@@ -21,6 +20,8 @@ import tempfile
 import time
 
 import numpy as np
+
+from jaxplace.errors import JaxplaceError
 
 HELP = "decoder throughput (candidates/s), compile time, memory; vs the C++ yardstick"
 
@@ -71,15 +72,17 @@ def _run_yardstick(a, out: str):
     from jaxplace.graph import CompGraph
 
     script = os.path.join(a.yardstick, "yardstick.py")
-    r = subprocess.run([sys.executable, script, "--n", str(a.n), "--p", str(a.p),
-                        "--k", str(a.k), "--pop", str(a.pop), "--seed", str(a.seed),
-                        "--out", out], capture_output=True, text=True, check=True)
-    rates = [_rate(r.stdout + r.stderr)]
+    if not os.path.isfile(script):
+        raise JaxplaceError("no yardstick.py in this folder", source=a.yardstick,
+                            field="--yardstick")
+    r = _tool([sys.executable, script, "--n", str(a.n), "--p", str(a.p), "--k", str(a.k),
+               "--pop", str(a.pop), "--seed", str(a.seed), "--out", out], script)
+    rates = [_rate(r.stdout + r.stderr, script)]
     for _ in range(max(a.repeat - 1, 0)):  # re-time the compiled refslice
-        rr = subprocess.run([os.path.join(out, "refslice"), os.path.join(out, "graph.txt"),
-                             os.path.join(out, "pop.bin"), str(a.k)],
-                            capture_output=True, text=True, check=True)
-        rates.append(_rate(rr.stderr))
+        refslice = os.path.join(out, "refslice")
+        rr = _tool([refslice, os.path.join(out, "graph.txt"), os.path.join(out, "pop.bin"),
+                    str(a.k)], refslice)
+        rates.append(_rate(rr.stderr, refslice))
     with open(os.path.join(out, "graph.json")) as f:
         G = nx.node_link_graph(json.load(f), edges="edges")
     graph = CompGraph.from_networkx(G)
@@ -87,10 +90,26 @@ def _run_yardstick(a, out: str):
         os.path.join(out, "costs.npy")), rates
 
 
-def _rate(text: str) -> float:
+def _tool(argv: list[str], name: str) -> subprocess.CompletedProcess:
+    """Run a yardstick program; when it fails, a one-line JaxplaceError quoting the
+    last line of its own error output instead of a traceback."""
+    try:
+        r = subprocess.run(argv, capture_output=True, text=True)
+    except OSError as exc:
+        raise JaxplaceError(f"cannot run: {exc.strerror}", source=name) from None
+    if r.returncode != 0:
+        lines = [ln.strip() for ln in (r.stderr or r.stdout).splitlines() if ln.strip()]
+        said = lines[-1] if lines else "no error message"
+        raise JaxplaceError(f"yardstick failed (exit {r.returncode}): {said}", source=name)
+    return r
+
+
+def _rate(text: str, name: str) -> float:
     m = re.search(r"([0-9.]+) per second", text)
     if not m:
-        raise RuntimeError(f"cannot read the yardstick's rate from: {text!r}")
+        tail = text.strip().splitlines()[-1:] or ["no output"]
+        raise JaxplaceError(f"cannot read the yardstick's rate from its output: {tail[0]}",
+                            source=name)
     return float(m.group(1))
 
 
@@ -107,7 +126,7 @@ def _device_memory() -> str:
 def run(a) -> int:
     import jax
 
-    from jaxplace.decoder import evaluate as evaluate_fn
+    from jaxplace.decoder import Evaluator
     from jaxplace.problem import Problem
 
     ys_rates, ys_costs = None, None
@@ -121,30 +140,31 @@ def run(a) -> int:
     kw = dict(precision=a.precision, chunk_size=a.chunk_size)
     if a.impl:
         kw["impl"] = a.impl
+    # an adaptive window: from the second call on, blocks are limited to the length
+    # that the first call's costs allow (exact; see jaxplace.decoder.window)
+    evaluate_fn = Evaluator(problem, window="auto", **kw)
     print(f"graph: n={graph.num_nodes} m={graph.num_edges} k={a.k} pop={a.pop} "
           f"precision={a.precision} devices={len(jax.devices())} "
           f"({jax.devices()[0].platform})")
     t0 = time.perf_counter()
-    costs = evaluate_fn(problem, pop, **kw)
+    costs = evaluate_fn(pop)
     first = time.perf_counter() - t0
-    # the second call picks its block window from the first call's costs (see
-    # jaxplace.decoder.evaluate): compile that one too before timing
+    # the second call picks its block window from the first call's costs: compile
+    # that one too before timing
     t0 = time.perf_counter()
-    costs = evaluate_fn(problem, pop, **kw)
+    costs = evaluate_fn(pop)
     first += time.perf_counter() - t0
-    ev_mod = importlib.import_module("jaxplace.decoder.evaluate")
     if a.impl in (None, "lanes"):
-        from jaxplace.decoder._layout import problem_spec
+        from jaxplace.decoder import block_bound, block_bounds
 
-        spec = problem_spec(problem)
-        L = ev_mod.choose_window(problem, spec,
-                                 ev_mod._window_state.get(problem, {}).get(a.precision))
+        spec = evaluate_fn.spec
+        L = evaluate_fn.window.choose(block_bounds(problem), spec)
         print(f"window: {'full' if L is None else L} of {spec.N} units "
-              f"(bound {ev_mod.block_bound(problem, L):.4g})")
+              f"(bound {block_bound(problem, L):.4g})")
     times = []
     for _ in range(max(a.repeat, 1)):
         t0 = time.perf_counter()
-        costs = evaluate_fn(problem, pop, **kw)
+        costs = evaluate_fn(pop)
         times.append(time.perf_counter() - t0)
     best = min(times)
     rate = a.pop / best

@@ -3,31 +3,47 @@
     import jaxplace as jp
     cert = jp.certify(problem, partition, methods=("simple", "bottleneck-guess", "exact"))
     cert.lower_bound, cert.upper_bound, cert.ratio, cert.optimal
+
+The methods of the ladder are in `registry.BOUNDS` (name -> `base.BoundMethod`); every
+one returns a `MethodResult`. Names load on first access, so that importing this
+package (as the solve workers do, `python -m jaxplace.bounds.worker`) stays light.
 """
 
-from jaxplace.bounds.bottleneck import bottleneck_bound, bottleneck_model
-from jaxplace.bounds.certificate import (
-    DEFAULT_METHODS,
-    METHODS,
-    Certificate,
-    MethodResult,
-    certify,
-    sample_partition,
-)
-from jaxplace.bounds.exact import exact_bound, exact_model
-from jaxplace.bounds.guess import guess_bound, guess_model
+from __future__ import annotations
 
-__all__ = [
-    "DEFAULT_METHODS",
-    "METHODS",
-    "Certificate",
-    "MethodResult",
-    "bottleneck_bound",
-    "bottleneck_model",
-    "certify",
-    "exact_bound",
-    "exact_model",
-    "guess_bound",
-    "guess_model",
-    "sample_partition",
-]
+import importlib
+
+#: name -> module that defines it (imported on first access)
+_LAZY = {
+    "BOUNDS": "jaxplace.bounds.registry",
+    "DEFAULT_METHODS": "jaxplace.bounds.registry",
+    "METHODS": "jaxplace.bounds.registry",
+    "MIP_METHODS": "jaxplace.bounds.registry",
+    "BoundContext": "jaxplace.bounds.base",
+    "BoundMethod": "jaxplace.bounds.base",
+    "MethodResult": "jaxplace.bounds.base",
+    "Certificate": "jaxplace.bounds.certificate",
+    "certify": "jaxplace.bounds.certificate",
+    "sample_partition": "jaxplace.bounds.certificate",
+    "bottleneck_bound": "jaxplace.bounds.bottleneck",
+    "bottleneck_model": "jaxplace.bounds.bottleneck",
+    "exact_bound": "jaxplace.bounds.exact",
+    "exact_model": "jaxplace.bounds.exact",
+    "guess_bound": "jaxplace.bounds.guess",
+    "guess_model": "jaxplace.bounds.guess",
+}
+
+
+def __getattr__(name: str):
+    if name not in _LAZY:
+        raise AttributeError(f"module 'jaxplace.bounds' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_LAZY[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))
+
+
+__all__ = sorted(_LAZY)

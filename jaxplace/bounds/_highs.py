@@ -1,7 +1,7 @@
 """One HiGHS solve of a model given as plain arrays (numpy and highspy only).
 
-Kept free of jaxplace imports so that `_worker.py` can run it in a fresh process
-without importing the package (bottleneck-guess runs its k solves in parallel).
+Kept free of other jaxplace imports so that `worker` (bottleneck-guess runs its k
+solves in parallel processes) needs nothing else from the package.
 """
 
 from __future__ import annotations
@@ -29,7 +29,31 @@ class SolveResult:
     history: list = field(default_factory=list)  # [(time, incumbent, bound)]
 
 
-_scheduler_threads: list[int] = []  # threads of this process's HiGHS scheduler, once set
+class HighsScheduler:
+    """The thread count of this process's HiGHS task scheduler.
+
+    HiGHS keeps ONE task scheduler per process (a C++ global, not per `Highs`
+    instance): the first `run()` sizes it from its `threads` option, and a later
+    instance asking for a different count fails silently (kError, model status
+    kNotset, objective 0.0; ../shared/docs/highs.md, "Concurrency"). highspy cannot
+    report the size, so this object remembers it and resets the scheduler before a
+    solve that wants another count. The record is process-wide because the thing it
+    describes is; there is exactly one instance, `SCHEDULER`. Solves that need
+    different thread counts at the same time belong in different processes (see
+    `worker`); within one process, solves with different counts must not overlap.
+    """
+
+    def __init__(self) -> None:
+        self.threads: int | None = None  # None until this process's first solve
+
+    def use(self, threads: int) -> None:
+        """Make the scheduler run `threads` threads (reset it when it has another size)."""
+        if self.threads is not None and self.threads != threads:
+            highspy.Highs.resetGlobalScheduler(True)
+        self.threads = threads
+
+
+SCHEDULER = HighsScheduler()
 
 
 def _set(h: highspy.Highs, name: str, value) -> None:
@@ -37,22 +61,9 @@ def _set(h: highspy.Highs, name: str, value) -> None:
         raise RuntimeError(f"HiGHS rejected option {name}={value!r}")
 
 
-def solve_arrays(arrays: dict, *, relax: bool, time_limit: float, threads: int = 1,
-                 mip_rel_gap: float = 1e-6, z_floor: float = 0.0, scale: float = 1.0,
-                 start: np.ndarray | None = None, objective_bound: float | None = None,
-                 progress=None, throttle: float = 0.5, seed: int = 0) -> SolveResult:
-    """Load and solve one model given as plain arrays (also the worker of process pools).
-
-    The returned `bound` is valid whatever happens: the MIP dual bound (or the LP optimum
-    when the LP is solved to optimality), never below `z_floor` (z's column bound, in
-    time units), +inf when the model is proven infeasible.
-    """
-    threads = max(1, int(threads))
-    if _scheduler_threads and _scheduler_threads[0] != threads:
-        highspy.Highs.resetGlobalScheduler(True)
-        _scheduler_threads.clear()
-    if not _scheduler_threads:
-        _scheduler_threads.append(threads)
+def _new_highs(*, relax: bool, time_limit: float, threads: int, mip_rel_gap: float,
+               objective_bound: float | None, scale: float, seed: int) -> highspy.Highs:
+    """A silent Highs instance with the solve's options set (each one checked)."""
     h = highspy.Highs()
     _set(h, "output_flag", False)
     _set(h, "threads", threads)
@@ -64,87 +75,132 @@ def solve_arrays(arrays: dict, *, relax: bool, time_limit: float, threads: int =
         _set(h, "mip_abs_gap", 0.0)
     if objective_bound is not None and np.isfinite(objective_bound):
         _set(h, "objective_bound", float(objective_bound / scale))
-    a = arrays
-    integ = a["integrality"] if not relax else np.zeros_like(a["integrality"])
+    return h
+
+
+def _load(h: highspy.Highs, a: dict, integrality: np.ndarray) -> None:
+    """passModel of rowwise CSR arrays (one flat call: the fast path)."""
+    st = h.passModel(len(a["cost"]), len(a["row_lo"]), len(a["value"]),
+                     int(highspy.MatrixFormat.kRowwise), int(highspy.ObjSense.kMinimize),
+                     0.0, a["cost"], a["col_lo"], a["col_hi"], a["row_lo"], a["row_hi"],
+                     a["start"], a["index"], a["value"], integrality)
+    if st != highspy.HighsStatus.kOk:
+        # the builders check the coefficient range first (bounds._checks): a bug if reached
+        raise RuntimeError(f"HiGHS passModel failed: {st}")
+
+
+class _Recorder:
+    """HiGHS MIP callbacks -> (time, incumbent, bound) history and `progress` calls."""
+
+    def __init__(self, scale: float, z_floor: float, progress, throttle: float):
+        self.scale, self.z_floor = scale, z_floor
+        self.progress, self.throttle = progress, throttle
+        self.history: list = []
+        self.t0 = time.perf_counter()
+        self.last = -np.inf
+
+    def record(self, e, force: bool) -> None:
+        d = e.data_out
+        now = time.perf_counter() - self.t0
+        if not force and now - self.last < self.throttle:
+            return
+        self.last = now
+        inc = d.mip_primal_bound * self.scale if np.isfinite(d.mip_primal_bound) else np.inf
+        bnd = max(d.mip_dual_bound * self.scale, self.z_floor) if np.isfinite(
+            d.mip_dual_bound) else self.z_floor
+        self.history.append((now, float(inc), float(bnd)))
+        if self.progress is not None:
+            self.progress(now, float(inc), float(bnd))
+
+    def on_solution(self, e) -> None:
+        self.record(e, True)
+
+    def on_tick(self, e) -> None:
+        self.record(e, False)
+
+    def run(self, h: highspy.Highs) -> None:
+        """h.run() with the callbacks attached (they persist across runs: detach)."""
+        h.cbMipImprovingSolution += self.on_solution
+        h.cbMipInterrupt += self.on_tick
+        self.t0 = time.perf_counter()
+        try:
+            h.run()
+        finally:
+            h.cbMipImprovingSolution -= self.on_solution
+            h.cbMipInterrupt -= self.on_tick
+
+
+def _read_lp(h: highspy.Highs, *, scale: float, z_floor: float, exact_lp: bool):
+    """(bound, primal, col_value) of a solved LP; the bound is valid at any status."""
+    ms = h.getModelStatus()
+    info = h.getInfo()
+    if ms == highspy.HighsModelStatus.kOptimal:
+        primal = info.objective_function_value * scale if exact_lp else np.inf
+        bound = max(info.objective_function_value * scale, z_floor)
+        return bound, primal, np.asarray(h.getSolution().col_value)
+    if ms == highspy.HighsModelStatus.kInfeasible:
+        return np.inf, np.inf, None
+    return z_floor, np.inf, None  # stopped early: its objective means nothing
+
+
+def _read_mip(h: highspy.Highs, *, scale: float, z_floor: float,
+              objective_bound: float | None):
+    """(bound, primal, gap, nodes, col_value) of a MIP; the dual bound is always valid."""
+    info = h.getInfo()
+    has = info.primal_solution_status == 2
+    primal = info.objective_function_value * scale if has else np.inf
+    col = np.asarray(h.getSolution().col_value) if has else None
+    if h.getModelStatus() == highspy.HighsModelStatus.kInfeasible:
+        # nothing at all, or nothing below the cutoff: the optimum is at least it
+        bound = np.inf if objective_bound is None else float(objective_bound)
+    else:
+        db = info.mip_dual_bound
+        bound = max(db * scale, z_floor) if np.isfinite(db) else z_floor
+        if np.isfinite(primal):
+            bound = min(bound, primal)
+    gap = float(info.mip_gap) if has else np.inf
+    return bound, primal, gap, int(info.mip_node_count), col
+
+
+def solve_arrays(arrays: dict, *, relax: bool, time_limit: float, threads: int = 1,
+                 mip_rel_gap: float = 1e-6, z_floor: float = 0.0, scale: float = 1.0,
+                 start: np.ndarray | None = None, objective_bound: float | None = None,
+                 progress=None, throttle: float = 0.5, seed: int = 0) -> SolveResult:
+    """Load and solve one model given as plain arrays (also the worker's entry).
+
+    The returned `bound` is valid whatever happens: the MIP dual bound (or the LP optimum
+    when the LP is solved to optimality), never below `z_floor` (z's column bound, in
+    time units), +inf when the model is proven infeasible.
+    """
+    threads = max(1, int(threads))
+    SCHEDULER.use(threads)
+    h = _new_highs(relax=relax, time_limit=time_limit, threads=threads,
+                   mip_rel_gap=mip_rel_gap, objective_bound=objective_bound, scale=scale,
+                   seed=seed)
+    integ = arrays["integrality"] if not relax else np.zeros_like(arrays["integrality"])
     exact_lp = not relax and not integ.any()  # no integer column: the LP is the problem
     relax = relax or exact_lp
-    ncol, nrow = len(a["cost"]), len(a["row_lo"])
-    st = h.passModel(ncol, nrow, len(a["value"]), int(highspy.MatrixFormat.kRowwise),
-                     int(highspy.ObjSense.kMinimize), 0.0, a["cost"], a["col_lo"],
-                     a["col_hi"], a["row_lo"], a["row_hi"], a["start"], a["index"],
-                     a["value"], integ)
-    if st != highspy.HighsStatus.kOk:
-        raise RuntimeError(f"HiGHS passModel failed: {st}")
+    _load(h, arrays, integ)
+    ncol = len(arrays["cost"])
     if start is not None and not relax:
         h.setSolution(ncol, np.arange(ncol, dtype=np.int32), np.asarray(start, np.float64))
-
-    history: list = []
+    rec = _Recorder(scale, z_floor, progress, throttle)
     t0 = time.perf_counter()
-    last = [-np.inf]
-
-    def record(e, force):
-        d = e.data_out
-        now = time.perf_counter() - t0
-        if not force and now - last[0] < throttle:
-            return
-        last[0] = now
-        inc = d.mip_primal_bound * scale if np.isfinite(d.mip_primal_bound) else np.inf
-        bnd = max(d.mip_dual_bound * scale, z_floor) if np.isfinite(
-            d.mip_dual_bound) else z_floor
-        history.append((now, float(inc), float(bnd)))
-        if progress is not None:
-            progress(now, float(inc), float(bnd))
-
-    def on_sol(e):
-        return (record(e, True))
-    def on_tick(e):
-        return (record(e, False))
-    if not relax:
-        h.cbMipImprovingSolution += on_sol
-        h.cbMipInterrupt += on_tick
-    try:
-        h.run()
-    finally:
-        if not relax:
-            h.cbMipImprovingSolution -= on_sol
-            h.cbMipInterrupt -= on_tick
-    elapsed = time.perf_counter() - t0
-    ms = h.getModelStatus()
-    status = h.modelStatusToString(ms)
-    info = h.getInfo()
-    col = None
     if relax:
-        primal = np.inf
-        nodes = 0
-        if ms == highspy.HighsModelStatus.kOptimal:
-            bound = max(info.objective_function_value * scale, z_floor)
-            col = np.asarray(h.getSolution().col_value)
-            if exact_lp:
-                primal = info.objective_function_value * scale
-        elif ms == highspy.HighsModelStatus.kInfeasible:
-            bound = np.inf
-        else:
-            bound = z_floor
-        gap = np.inf
+        h.run()
     else:
-        nodes = int(info.mip_node_count)
-        has = info.primal_solution_status == 2
-        primal = info.objective_function_value * scale if has else np.inf
-        if has:
-            col = np.asarray(h.getSolution().col_value)
-        if ms == highspy.HighsModelStatus.kInfeasible:
-            # nothing at all, or nothing below the cutoff: the optimum is at least it
-            bound = np.inf if objective_bound is None else float(objective_bound)
-        else:
-            db = info.mip_dual_bound
-            bound = max(db * scale, z_floor) if np.isfinite(db) else z_floor
-            if np.isfinite(primal):
-                bound = min(bound, primal)
-        gap = float(info.mip_gap) if has else np.inf
-    if not relax:
-        history.append((elapsed, float(primal), float(bound)))
+        rec.run(h)
+    elapsed = time.perf_counter() - t0
+    status = h.modelStatusToString(h.getModelStatus())
+    if relax:
+        bound, primal, col = _read_lp(h, scale=scale, z_floor=z_floor, exact_lp=exact_lp)
+        gap, nodes = np.inf, 0
+    else:
+        bound, primal, gap, nodes, col = _read_mip(h, scale=scale, z_floor=z_floor,
+                                                   objective_bound=objective_bound)
+        rec.history.append((elapsed, float(primal), float(bound)))
     return SolveResult(status=status, bound=float(bound), primal=float(primal), gap=gap,
-                       time=elapsed, nodes=nodes, col_value=col, history=history)
+                       time=elapsed, nodes=nodes, col_value=col, history=rec.history)
 
 
 def result_to_dict(res: SolveResult) -> dict:

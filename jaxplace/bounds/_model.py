@@ -7,18 +7,22 @@ y[v, b] - y[v, b-1] substituted away, and continuous c[t, b] in [0, 1] = "tensor
 crosses the boundary of block b" per TENSOR (hyperedge): it is paid at most once
 leaving its producer's block and at most once entering each consumer block.
 
-Rows (all built from index arrays, no per-variable Python loops):
-    block_b = sum_v work(v) x[v,b] + sum_t size(t)/B c[t,b] + o_b <= div_b * z
-    o_b >= (sum_v param(v) x[v,b] - scale_b M) / B,  o_b >= 0      (overflow)
-    sum_v param(v) x[v,b] <= scale_b C                                (capacity)
-    y[v,b-1] <= y[v,b]                                                (monotone)
-    y[u,b] >= y[v,b]               for (u,v) in E                     (acyclic quotient)
-    c[t,b] >= x[v,b] - x[u,b]      for each (tensor t of u, consumer v) (enters b)
-    c[t,b] >= x[u,b] - x[v,b]      for each (tensor t of u, consumer v) (leaves b)
-    y[v,b] = y[w,b]                for v, w in one colocation class (`color_class`)
+Rows, one builder function per family (all built from index arrays, no per-variable
+Python loops), in this order:
+    block_b = sum_v work(v) x[v,b] + sum_t size(t)/B c[t,b] + o_b <= div_b * z  (_cost_rows)
+    o_b >= (sum_v param(v) x[v,b] - scale_b M) / B,  o_b >= 0   (overflow, _memory_rows)
+    sum_v param(v) x[v,b] <= scale_b C                           (capacity, _memory_rows)
+    y[v,b-1] <= y[v,b]                                           (monotone, _order_rows)
+    y[u,b] >= y[v,b]             for (u,v) in E          (acyclic quotient, _order_rows)
+    c[t,b] >= x[v,b] - x[u,b]    per (tensor t of u, consumer v)  (enters, _crossing_rows)
+    c[t,b] >= x[u,b] - x[v,b]    per (tensor t of u, consumer v)  (leaves, _crossing_rows)
+    sum_b coef_b work(block b) >= rhs                                         (_work_rows)
+    y[v,b] = y[w,b]              for v, w in one `color_class`           (_colocation_rows)
+    sum_v y[v,b-1] + n count(b) >= n          (empty blocks come last, _symmetry_rows)
 
 Contiguity (the acyclic rows) applies to `units.ordering_edges` (the forward edges of
-training graphs, NeurIPS 2020 model); CPU blocks are not modelled (see `certify`).
+training graphs, NeurIPS 2020 model); CPU blocks are not modelled (see
+`base.unmodelled`).
 
 The two c rows hold for every assignment, acyclic or not; they are the tight form of
 mtpp.md's `c >= y[u,b-1] + x[v,b] - 1` and `c >= x[u,b] - y[v,b]`: on every acyclic
@@ -34,13 +38,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from jaxplace.bounds._checks import check_coefficients
 from jaxplace.bounds._highs import INF, SolveResult, solve_arrays
 from jaxplace.cost import simple_lower_bound
 from jaxplace.problem import Problem
 from jaxplace.units import ordering_edges
 
-__all__ = ["INF", "BlockModel", "SolveResult", "build_block_model", "dag_numbering",
-           "solve_arrays", "solve_model", "start_vector"]
+__all__ = ["INF", "BlockModel", "BlockSpec", "SolveResult", "build_block_model",
+           "dag_numbering", "solve_arrays", "solve_model", "start_vector"]
 
 
 @dataclass
@@ -98,10 +103,66 @@ class BlockModel:
         return (nb - 1 - (y > 0.5).sum(axis=1)).astype(np.int64)
 
 
+@dataclass(frozen=True)
+class BlockSpec:
+    """What a block model stands for (the min z over `nb` blocks in DAG order).
+
+    Attributes:
+        nb: number of (super)blocks.
+        div: (nb,) z multiplier of each block's cost row (block_b <= div_b z); inf: no
+            cost row (the block keeps its variables but is free).
+        mem_scale: (nb,) how many real blocks each block stands for: its overflow
+            budget is mem_scale_b * M and its capacity mem_scale_b * C.
+        dag: keep the acyclic-quotient rows y[u,b] >= y[v,b].
+        io: keep the tensor terms in the cost rows.
+        z_lb: a known lower bound on the objective (time units): z's lower bound.
+        work_rows: (coef (nb,), rhs) pairs: sum_b coef_b work(block b) >= rhs.
+        empty: blocks forced empty (only the first or the last).
+        empty_last: symmetry breaking: a non-empty block follows no empty block.
+    """
+
+    nb: int
+    div: np.ndarray
+    mem_scale: np.ndarray
+    dag: bool = True
+    io: bool = True
+    z_lb: float = 0.0
+    work_rows: tuple[tuple[np.ndarray, float], ...] = ()
+    empty: tuple[int, ...] = ()
+    empty_last: bool = False
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """Column layout of a block model and the data its row families share."""
+
+    n: int
+    nb: int
+    scale: float  # objective unit (time per model unit)
+    work: np.ndarray  # (n,) float64 work / scale
+    costed: np.ndarray  # (ncb,) int64 blocks with a cost row
+    cpos: np.ndarray  # (nb,) int64 position of each block among `costed`, -1 if none
+    tens: np.ndarray  # (Tc,) int64 tensors with consumers (none without io)
+    overflow: bool  # memory is set and some node has parameters: o columns exist
+    y0: int
+    c0: int
+    o0: int  # -1 when no overflow columns
+    ncol: int
+
+    def ycol(self, v, b):
+        """Column of y[v, b] (b in 0..nb-2)."""
+        return self.y0 + np.asarray(v) * (self.nb - 1) + np.asarray(b)
+
+    def ccol(self, tc, b):
+        """Column of c[tc, b] (tc: position in `tens`, b: a costed block)."""
+        return self.c0 + np.asarray(tc) * len(self.costed) + self.cpos[np.asarray(b)]
+
+
 class _Rows:
     """Accumulates triplets (row, col, val) and per-row constants and bounds."""
 
-    def __init__(self):
+    def __init__(self, lay: _Layout):
+        self.lay = lay
         self.r, self.c, self.v = [], [], []
         self.lo, self.hi = [], []
         self.const = []  # (rows, value) pairs moved to the bounds
@@ -126,6 +187,22 @@ class _Rows:
         self.const.append((rows.ravel(), np.broadcast_to(np.asarray(vals, np.float64),
                                                           rows.shape).ravel()))
 
+    def add_y(self, rows, v, b, coef):
+        """coef * y[v, b] into rows (b is a scalar block index in -1..nb-1; y[v, -1] = 0
+        and y[v, nb-1] = 1 are constants)."""
+        nb = self.lay.nb
+        if b < 0:
+            return
+        if b >= nb - 1:
+            self.add_const(rows, np.broadcast_to(coef, np.shape(rows)))
+            return
+        self.add(rows, self.lay.ycol(v, b), coef)
+
+    def add_x(self, rows, v, b, coef):
+        """coef * x[v, b] = coef * (y[v, b] - y[v, b-1]) into rows."""
+        self.add_y(rows, v, b, coef)
+        self.add_y(rows, v, b - 1, -np.asarray(coef))
+
     def finish(self, ncol: int):
         r = np.concatenate(self.r) if self.r else np.zeros(0, np.int64)
         c = np.concatenate(self.c) if self.c else np.zeros(0, np.int64)
@@ -146,212 +223,221 @@ class _Rows:
         return start, cc, val, lo, hi
 
 
-def build_block_model(
-    problem: Problem,
-    nb: int,
-    *,
-    div: np.ndarray,
-    mem_scale: np.ndarray,
-    dag: bool = True,
-    io: bool = True,
-    z_lb: float = 0.0,
-    work_rows: list[tuple[np.ndarray, float]] = (),
-    empty: tuple[int, ...] = (),
-    empty_last: bool = False,
-    relax: bool = False,
-    scale: float | None = None,
-) -> BlockModel:
-    """Build min z over `nb` blocks in DAG order.
-
-    Args:
-        problem: the instance (work, tensors, bandwidth, memory, capacity).
-        nb: number of (super)blocks.
-        div: (nb,) z multiplier of each block's cost row (block_b <= div_b z); inf: no
-            cost row (the block keeps its variables but is free).
-        mem_scale: (nb,) how many real blocks each block stands for: its overflow
-            budget is mem_scale_b * M and its capacity mem_scale_b * C.
-        dag: keep the acyclic-quotient rows y[u,b] >= y[v,b].
-        io: keep the tensor terms in the cost rows.
-        z_lb: a known lower bound on the objective (time units): z's lower bound.
-        work_rows: (coef (nb,), rhs) pairs: sum_b coef_b work(block b) >= rhs.
-        empty: blocks forced empty.
-        empty_last: symmetry breaking: a non-empty block follows no empty block.
-        relax: all columns continuous (the LP relaxation).
-        scale: objective unit (default: the simple bound).
-    """
-    t0 = time.perf_counter()
-    g, B = problem.graph, problem.bandwidth
-    n = g.num_nodes
-    div = np.asarray(div, dtype=np.float64)
-    mem_scale = np.asarray(mem_scale, dtype=np.float64)
+def _objective_scale(problem: Problem, scale: float | None) -> float:
     if scale is None:
         scale = simple_lower_bound(problem)
     if not scale > 0:
-        scale = max(float(g.tensor_size.max(initial=0.0)) / B, 1.0)
-    work = g.work / scale
-    costed = np.flatnonzero(np.isfinite(div))
-    ncb = len(costed)
-    cpos = np.full(nb, -1, dtype=np.int64)
-    cpos[costed] = np.arange(ncb)
+        g = problem.graph
+        scale = max(float(g.tensor_size.max(initial=0.0)) / problem.bandwidth, 1.0)
+    return float(scale)
 
-    # tensors with consumers, and their (tensor, consumer) pairs
+
+def _layout(problem: Problem, spec: BlockSpec, scale: float) -> _Layout:
+    g, nb, n = problem.graph, spec.nb, problem.graph.num_nodes
+    costed = np.flatnonzero(np.isfinite(np.asarray(spec.div, dtype=np.float64)))
+    cpos = np.full(nb, -1, dtype=np.int64)
+    cpos[costed] = np.arange(len(costed))
     ncons = np.diff(g.tensor_ptr)
-    tens = np.flatnonzero(ncons > 0) if io else np.zeros(0, dtype=np.int64)
+    tens = np.flatnonzero(ncons > 0) if spec.io else np.zeros(0, dtype=np.int64)
+    overflow = problem.memory is not None and g.size_param.max() > 0
+    y0 = 1
+    c0 = y0 + n * (nb - 1)
+    o0 = c0 + len(tens) * len(costed)
+    ncol = o0 + (len(costed) if overflow else 0)
+    return _Layout(n=n, nb=nb, scale=scale, work=g.work / scale, costed=costed, cpos=cpos,
+                   tens=tens, overflow=overflow, y0=y0, c0=c0, o0=o0 if overflow else -1,
+                   ncol=ncol)
+
+
+@dataclass(frozen=True)
+class _Pairs:
+    """The (tensor, consumer) pairs of the tensors with consumers, each (P,) int64."""
+
+    u: np.ndarray  # producer
+    v: np.ndarray  # consumer
+    c: np.ndarray  # position of the tensor in the layout's `tens`
+    ordered: np.ndarray  # (P,) bool: (u, v) is an ordering edge
+
+
+def _tensor_pairs(problem: Problem, lay: _Layout, oe: np.ndarray) -> _Pairs:
+    g, n = problem.graph, lay.n
+    if not len(lay.tens):
+        e = np.zeros(0, dtype=np.int64)
+        return _Pairs(e, e, e, np.zeros(0, dtype=bool))
     tpos = np.full(g.num_tensors, -1, dtype=np.int64)
-    tpos[tens] = np.arange(len(tens))
-    t_of = np.repeat(np.arange(g.num_tensors), ncons)
-    pair_t = t_of if io else np.zeros(0, dtype=np.int64)
-    pair_u = g.tensor_producer[pair_t]
-    pair_v = g.tensor_consumers if io else np.zeros(0, dtype=np.int64)
-    pair_c = tpos[pair_t]
+    tpos[lay.tens] = np.arange(len(lay.tens))
+    t = np.repeat(np.arange(g.num_tensors), np.diff(g.tensor_ptr))
+    u, v = g.tensor_producer[t], g.tensor_consumers
     # contiguity applies to the ordering edges (forward ones in training graphs); a
     # (tensor, consumer) pair off them may point backwards, so it needs all its rows
-    oe = ordering_edges(g)
-    pair_ordered = np.isin(pair_u * n + pair_v, oe[:, 0] * n + oe[:, 1])
+    ordered = np.isin(u * n + v, oe[:, 0] * n + oe[:, 1])
+    return _Pairs(u=u, v=v, c=tpos[t], ordered=ordered)
 
-    overflow = problem.memory is not None and g.size_param.max() > 0
-    capacity = problem.capacity is not None
-    ny = n * (nb - 1)
-    y0, c0 = 1, 1 + ny
-    o0 = c0 + len(tens) * ncb
-    ncol = o0 + (ncb if overflow else 0)
-    if not overflow:
-        o0 = -1
 
-    def ycol(v, b):
-        return y0 + np.asarray(v) * (nb - 1) + np.asarray(b)
-
-    def ccol(tc, b):
-        return c0 + np.asarray(tc) * ncb + cpos[np.asarray(b)]
-
-    R = _Rows()
-
-    def add_y(rows, v, b, coef):
-        """coef * y[v, b] into rows (b is a scalar block index in -1..nb-1)."""
-        if b < 0:
-            return
-        if b >= nb - 1:
-            R.add_const(rows, np.broadcast_to(coef, np.shape(rows)))
-            return
-        R.add(rows, ycol(v, b), coef)
-
-    def add_x(rows, v, b, coef):
-        add_y(rows, v, b, coef)
-        add_y(rows, v, b - 1, -np.asarray(coef))
-
-    # block cost rows: work + io + o - div z <= 0
-    for b in costed:
+def _cost_rows(R: _Rows, lay: _Layout, problem: Problem, div: np.ndarray) -> None:
+    """Block cost rows: work + io + overflow - div_b z <= 0, one per costed block."""
+    g, n = problem.graph, lay.n
+    io_coef = g.tensor_size[lay.tens] / problem.bandwidth / lay.scale
+    for b in lay.costed:
         (row,) = R.new(1, -INF, 0.0)
-        add_x(np.full(n, row), np.arange(n), b, work)
-        if len(tens):
-            R.add(row, ccol(np.arange(len(tens)), b), g.tensor_size[tens] / B / scale)
-        if overflow:
-            R.add(row, o0 + cpos[b], 1.0)
+        R.add_x(np.full(n, row), np.arange(n), b, lay.work)
+        if len(lay.tens):
+            R.add(row, lay.ccol(np.arange(len(lay.tens)), b), io_coef)
+        if lay.overflow:
+            R.add(row, lay.o0 + lay.cpos[b], 1.0)
         R.add(row, 0, -div[b])
 
-    # overflow and capacity
-    if overflow or capacity:
-        pmax = float(g.size_param.max())
-        pnorm = g.size_param / pmax if pmax > 0 else g.size_param
-        for b in range(nb):
-            if overflow and cpos[b] >= 0:
-                # (param_b - s M)/B <= o_b, in model units: param/pmax * pmax/(B scale)
-                f = pmax / (B * scale)
-                (row,) = R.new(1, -INF, mem_scale[b] * problem.memory / (B * scale))
-                add_x(np.full(n, row), np.arange(n), b, pnorm * f)
-                R.add(row, o0 + cpos[b], -1.0)
-            if capacity and pmax > 0:
-                (row,) = R.new(1, -INF, mem_scale[b] * problem.capacity / pmax)
-                add_x(np.full(n, row), np.arange(n), b, pnorm)
 
-    # monotone y[v,b-1] - y[v,b] <= 0
+def _memory_rows(R: _Rows, lay: _Layout, problem: Problem, mem_scale: np.ndarray) -> None:
+    """Overflow o_b >= (param_b - s_b M) / B and capacity param_b <= s_b C."""
+    g, n, B, scale = problem.graph, lay.n, problem.bandwidth, lay.scale
+    capacity = problem.capacity is not None
+    pmax = float(g.size_param.max())
+    if not (lay.overflow or capacity) or pmax <= 0:
+        return
+    pnorm = g.size_param / pmax
+    for b in range(lay.nb):
+        if lay.overflow and lay.cpos[b] >= 0:
+            # (param_b - s M)/B <= o_b, in model units: param/pmax * pmax/(B scale)
+            f = pmax / (B * scale)
+            (row,) = R.new(1, -INF, mem_scale[b] * problem.memory / (B * scale))
+            R.add_x(np.full(n, row), np.arange(n), b, pnorm * f)
+            R.add(row, lay.o0 + lay.cpos[b], -1.0)
+        if capacity:
+            (row,) = R.new(1, -INF, mem_scale[b] * problem.capacity / pmax)
+            R.add_x(np.full(n, row), np.arange(n), b, pnorm)
+
+
+def _order_rows(R: _Rows, lay: _Layout, oe: np.ndarray, dag: bool) -> None:
+    """Monotone y[v,b-1] <= y[v,b]; acyclic quotient y[v,b] <= y[u,b] for (u,v) in oe."""
+    n, nb = lay.n, lay.nb
     if nb >= 3:
         vv, bb = np.meshgrid(np.arange(n), np.arange(1, nb - 1), indexing="ij")
         rows = R.new(vv.size, -INF, 0.0)
-        R.add(rows, ycol(vv.ravel(), bb.ravel() - 1), 1.0)
-        R.add(rows, ycol(vv.ravel(), bb.ravel()), -1.0)
-
-    # acyclic y[v,b] - y[u,b] <= 0
+        R.add(rows, lay.ycol(vv.ravel(), bb.ravel() - 1), 1.0)
+        R.add(rows, lay.ycol(vv.ravel(), bb.ravel()), -1.0)
     if dag and nb >= 2 and len(oe):
         eu, ev = oe[:, 0], oe[:, 1]
-        m = len(eu)
         for b in range(nb - 1):
-            rows = R.new(m, -INF, 0.0)
-            R.add(rows, ycol(ev, b), 1.0)
-            R.add(rows, ycol(eu, b), -1.0)
+            rows = R.new(len(eu), -INF, 0.0)
+            R.add(rows, lay.ycol(ev, b), 1.0)
+            R.add(rows, lay.ycol(eu, b), -1.0)
 
-    # tensor crossings, per (tensor, consumer) pair
-    P = len(pair_t)
-    if P and nb >= 2:
-        for b in costed:
-            # enters b: x[v,b] - x[u,b] - c[t,b] <= 0 (implied in block 0 for ordered pairs)
-            # leaves b: x[u,b] - x[v,b] - c[t,b] <= 0 (implied in the last block)
-            for sign, first, last in ((1.0, 1, nb - 1), (-1.0, 0, nb - 2)):
-                sel = np.arange(P) if first <= b <= last else np.flatnonzero(~pair_ordered)
-                if not len(sel):
-                    continue
-                rows = R.new(len(sel), -INF, 0.0)
-                add_x(rows, pair_v[sel], b, np.full(len(sel), sign))
-                add_x(rows, pair_u[sel], b, np.full(len(sel), -sign))
-                R.add(rows, ccol(pair_c[sel], b), -1.0)
 
-    # work rows: sum_b coef_b work(b) >= rhs
+def _crossing_rows(R: _Rows, lay: _Layout, pairs: _Pairs) -> None:
+    """c[t,b] >= x[v,b] - x[u,b] (enters b) and c[t,b] >= x[u,b] - x[v,b] (leaves b)."""
+    P, nb = len(pairs.u), lay.nb
+    if not P or nb < 2:
+        return
+    for b in lay.costed:
+        # enters b is implied in block 0 for ordered pairs, leaves b in the last block
+        for sign, first, last in ((1.0, 1, nb - 1), (-1.0, 0, nb - 2)):
+            sel = np.arange(P) if first <= b <= last else np.flatnonzero(~pairs.ordered)
+            if not len(sel):
+                continue
+            rows = R.new(len(sel), -INF, 0.0)
+            R.add_x(rows, pairs.v[sel], b, np.full(len(sel), sign))
+            R.add_x(rows, pairs.u[sel], b, np.full(len(sel), -sign))
+            R.add(rows, lay.ccol(pairs.c[sel], b), -1.0)
+
+
+def _work_rows(R: _Rows, lay: _Layout, work_rows) -> None:
+    """sum_b coef_b work(block b) >= rhs, one row per (coef, rhs)."""
+    n = lay.n
     for coef, rhs in work_rows:
-        (row,) = R.new(1, rhs / scale, INF)
-        for b in range(nb):
+        (row,) = R.new(1, rhs / lay.scale, INF)
+        for b in range(lay.nb):
             if coef[b] != 0:
-                add_x(np.full(n, row), np.arange(n), b, coef[b] * work)
+                R.add_x(np.full(n, row), np.arange(n), b, coef[b] * lay.work)
 
-    # colocation classes share a block: y[v,b] = y[first member,b]
-    color = g.node_attrs.get("color_class")
-    if color is not None and nb >= 2:
-        color = np.asarray(color, dtype=np.int64)
-        members = np.flatnonzero(color >= 0)
-        _, first_idx, inv = np.unique(color[members], return_index=True,
-                                      return_inverse=True)
-        rep = members[first_idx][inv]
-        keep = rep != members
-        mv, mr = members[keep], rep[keep]
-        for b in range(nb - 1):
-            rows = R.new(len(mv), 0.0, 0.0)
-            R.add(rows, ycol(mv, b), 1.0)
-            R.add(rows, ycol(mr, b), -1.0)
 
-    # symmetry: block b non-empty => block b-1 non-empty, aggregated as
-    # sum_v y[v,b-1] + n * count(b) >= n   (count(b) = 0 forces every node before b)
-    if empty_last:
-        for b in range(1, nb):
-            (row,) = R.new(1, float(n), INF)
-            add_y(np.full(n, row), np.arange(n), b - 1, np.ones(n))
-            add_x(np.full(n, row), np.arange(n), b, np.full(n, float(n)))
+def _colocation_rows(R: _Rows, lay: _Layout, problem: Problem) -> None:
+    """Colocation classes share a block: y[v,b] = y[first member,b]."""
+    color = problem.graph.node_attrs.get("color_class")
+    if color is None or lay.nb < 2:
+        return
+    color = np.asarray(color, dtype=np.int64)
+    members = np.flatnonzero(color >= 0)
+    _, first_idx, inv = np.unique(color[members], return_index=True, return_inverse=True)
+    rep = members[first_idx][inv]
+    keep = rep != members
+    mv, mr = members[keep], rep[keep]
+    for b in range(lay.nb - 1):
+        rows = R.new(len(mv), 0.0, 0.0)
+        R.add(rows, lay.ycol(mv, b), 1.0)
+        R.add(rows, lay.ycol(mr, b), -1.0)
 
-    start, index, value, row_lo, row_hi = R.finish(ncol)
 
+def _symmetry_rows(R: _Rows, lay: _Layout) -> None:
+    """Block b non-empty => block b-1 non-empty, aggregated as
+    sum_v y[v,b-1] + n * count(b) >= n   (count(b) = 0 forces every node before b)."""
+    n = lay.n
+    for b in range(1, lay.nb):
+        (row,) = R.new(1, float(n), INF)
+        R.add_y(np.full(n, row), np.arange(n), b - 1, np.ones(n))
+        R.add_x(np.full(n, row), np.arange(n), b, np.full(n, float(n)))
+
+
+def _columns(lay: _Layout, spec: BlockSpec, relax: bool):
+    """(cost, col_lo, col_hi, integrality) of min z, with the forced-empty blocks."""
+    n, nb, ncol = lay.n, lay.nb, lay.ncol
     cost = np.zeros(ncol)
     cost[0] = 1.0
     col_lo = np.zeros(ncol)
     col_hi = np.ones(ncol)
-    col_lo[0] = max(z_lb / scale, 0.0)
+    col_lo[0] = max(spec.z_lb / lay.scale, 0.0)
     col_hi[0] = INF
-    if overflow:
-        col_hi[o0:] = INF
+    if lay.overflow:
+        col_hi[lay.o0:] = INF
     integrality = np.zeros(ncol, dtype=np.int32)
     if not relax:
-        integrality[y0:c0] = 1
-    yl = col_lo[y0:c0].reshape(n, max(nb - 1, 0))
-    yh = col_hi[y0:c0].reshape(n, max(nb - 1, 0))
-    for b in empty:  # block b empty: y[:, b] = y[:, b-1]
+        integrality[lay.y0:lay.c0] = 1
+    yl = col_lo[lay.y0:lay.c0].reshape(n, max(nb - 1, 0))
+    yh = col_hi[lay.y0:lay.c0].reshape(n, max(nb - 1, 0))
+    for b in spec.empty:  # block b empty: y[:, b] = y[:, b-1]
         if b == 0 and nb > 1:
             yh[:, 0] = 0.0
         elif b == nb - 1 and nb > 1:
             yl[:, nb - 2] = 1.0
         elif 0 < b < nb - 1:
             raise ValueError("only the first or last block can be forced empty")
-    model = BlockModel(nb=nb, n=n, scale=float(scale), cost=cost, col_lo=col_lo,
+    return cost, col_lo, col_hi, integrality
+
+
+def build_block_model(problem: Problem, spec: BlockSpec, *, relax: bool = False,
+                      scale: float | None = None) -> BlockModel:
+    """Build min z over `spec.nb` blocks in DAG order, one family of rows at a time.
+
+    Args:
+        problem: the instance (work, tensors, bandwidth, memory, capacity).
+        spec: the blocks, their cost multipliers and the optional row families.
+        relax: all columns continuous (the LP relaxation).
+        scale: objective unit (default: the simple bound).
+
+    Raises:
+        JaxplaceError: a coefficient outside the range HiGHS loads (see `_checks`).
+    """
+    t0 = time.perf_counter()
+    lay = _layout(problem, spec, _objective_scale(problem, scale))
+    check_coefficients(problem, scale=lay.scale, io=spec.io, overflow=lay.overflow,
+                       capacity=problem.capacity is not None)
+    oe = ordering_edges(problem.graph)
+    R = _Rows(lay)
+    _cost_rows(R, lay, problem, np.asarray(spec.div, dtype=np.float64))
+    _memory_rows(R, lay, problem, np.asarray(spec.mem_scale, dtype=np.float64))
+    _order_rows(R, lay, oe, spec.dag)
+    _crossing_rows(R, lay, _tensor_pairs(problem, lay, oe))
+    _work_rows(R, lay, spec.work_rows)
+    _colocation_rows(R, lay, problem)
+    if spec.empty_last:
+        _symmetry_rows(R, lay)
+    start, index, value, row_lo, row_hi = R.finish(lay.ncol)
+    cost, col_lo, col_hi, integrality = _columns(lay, spec, relax)
+    model = BlockModel(nb=lay.nb, n=lay.n, scale=lay.scale, cost=cost, col_lo=col_lo,
                        col_hi=col_hi, row_lo=row_lo, row_hi=row_hi,
                        start=start.astype(np.int32), index=index.astype(np.int32),
-                       value=value, integrality=integrality, y0=y0, c0=c0, o0=o0,
-                       costed=costed, tensors=tens)
+                       value=value, integrality=integrality, y0=lay.y0, c0=lay.c0,
+                       o0=lay.o0, costed=lay.costed, tensors=lay.tens)
     model.build_time = time.perf_counter() - t0
     return model
 

@@ -7,29 +7,37 @@ Variants drop the acyclic-quotient rows (`no-dag`) or the tensor terms (`no-io`)
 
 from __future__ import annotations
 
+import time
+from dataclasses import dataclass
+
 import numpy as np
 
-from jaxplace.bounds._model import BlockModel, build_block_model, solve_model
+from jaxplace.bounds._model import BlockModel, BlockSpec, build_block_model, solve_model
+from jaxplace.bounds.base import BoundContext, MethodResult, from_solve, skipped, unmodelled
 from jaxplace.cost import simple_lower_bound
 from jaxplace.problem import Problem
 
 VARIANTS = ("full", "no-dag", "no-io")
 
 
-def bottleneck_model(problem: Problem, variant: str = "full", *,
-                     relax: bool = False) -> BlockModel:
+def bottleneck_spec(problem: Problem, variant: str = "full") -> BlockSpec:
     """min f(middle) over 3 superblocks in DAG order with work(middle) >= L."""
     if variant not in VARIANTS:
         raise ValueError(f"unknown variant {variant!r}")
     k = problem.k
-    L = simple_lower_bound(problem)
     inf = np.inf
-    return build_block_model(
-        problem, 3, div=np.array([inf, 1.0, inf]),
+    return BlockSpec(
+        3, div=np.array([inf, 1.0, inf]),
         mem_scale=np.array([max(k - 1, 0), 1, max(k - 1, 0)], dtype=float),
         dag=variant != "no-dag", io=variant != "no-io",
-        work_rows=[(np.array([0.0, 1.0, 0.0]), L)],
-        empty=tuple(b for b in (0, 2) if k == 1), relax=relax)
+        work_rows=((np.array([0.0, 1.0, 0.0]), simple_lower_bound(problem)),),
+        empty=tuple(b for b in (0, 2) if k == 1))
+
+
+def bottleneck_model(problem: Problem, variant: str = "full", *,
+                     relax: bool = False) -> BlockModel:
+    """The bottleneck relaxation (or its LP relaxation) as a BlockModel."""
+    return build_block_model(problem, bottleneck_spec(problem, variant), relax=relax)
 
 
 def bottleneck_bound(problem: Problem, variant: str = "full", *, relax: bool = False,
@@ -39,3 +47,26 @@ def bottleneck_bound(problem: Problem, variant: str = "full", *, relax: bool = F
     res = solve_model(model, relax=relax, time_limit=time_limit, threads=threads,
                       mip_rel_gap=mip_rel_gap)
     return res, model
+
+
+@dataclass(frozen=True)
+class BottleneckBound:
+    """The bottleneck relaxation `variant` as a ladder method (its LP when `relax`)."""
+
+    name: str
+    variant: str = "full"
+    relax: bool = False
+
+    @property
+    def kind(self) -> str:
+        return "lp" if self.relax else "mip"
+
+    def run(self, problem: Problem, context: BoundContext) -> MethodResult:
+        if why := unmodelled(problem):
+            return skipped(self, why)
+        t0 = time.perf_counter()
+        res, model = bottleneck_bound(problem, self.variant, relax=self.relax,
+                                      time_limit=context.time_limit,
+                                      threads=context.threads,
+                                      mip_rel_gap=context.mip_rel_gap)
+        return from_solve(self, res, model, time.perf_counter() - t0)

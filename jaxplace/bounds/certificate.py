@@ -13,59 +13,29 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from jaxplace.bounds.bottleneck import bottleneck_bound
-from jaxplace.bounds.exact import exact_bound, exact_model
-from jaxplace.bounds.guess import guess_bound
-from jaxplace.cost import evaluate_partition, simple_lower_bound
+from jaxplace.bounds._checks import check_sums
+from jaxplace.bounds.base import BoundContext, BoundMethod, MethodResult, _num
+from jaxplace.bounds.registry import (
+    BOUNDS,
+    DEFAULT_METHODS,
+    METHODS,
+    MIP_METHODS,
+    check_method,
+    ladder,
+)
+from jaxplace.cost import evaluate_partition
 from jaxplace.errors import JaxplaceError
 from jaxplace.problem import Problem
 
-MIP_METHODS = ("bottleneck", "bottleneck-no-dag", "bottleneck-no-io", "bottleneck-guess",
-               "exact")
-# In ladder order: certify runs the methods in this order whatever order they are given.
-METHODS = ("simple", *(f"{m}-lp" for m in MIP_METHODS), *MIP_METHODS)
-DEFAULT_METHODS = ("simple", "bottleneck", "bottleneck-guess", "exact")
+__all__ = ["DEFAULT_METHODS", "METHODS", "MIP_METHODS", "OPTIMAL_RTOL", "Certificate",
+           "MethodResult", "as_assignment", "certify", "sample_partition"]
+
 OPTIMAL_RTOL = 1e-6  # ratio <= 1 + this (plus the MIP gap asked for) counts as optimal
-
-
-@dataclass
-class MethodResult:
-    """One rung of the ladder.
-
-    Attributes:
-        name: method name, e.g. "exact" or "bottleneck-lp".
-        bound: a valid lower bound on OPT (time units); +inf when proven infeasible.
-        status: solver status ("Optimal", "Time limit reached", ...) or "closed form".
-        time: wall seconds including the model build.
-        gap: the MIP's relative gap between its incumbent and its bound (None for LPs
-            and closed forms); a gap > 0 means the bound is a dual bound at a limit.
-        kind: "closed-form", "lp" or "mip".
-        build_time: seconds spent building the model(s).
-        nodes: branch-and-bound nodes (sum over solves).
-        solves: number of HiGHS solves (k for bottleneck-guess).
-        size: (columns, rows, non-zeros) of the (first) model.
-    """
-
-    name: str
-    bound: float
-    status: str
-    time: float
-    gap: float | None = None
-    kind: str = "mip"
-    build_time: float = 0.0
-    nodes: int = 0
-    solves: int = 0
-    size: tuple[int, int, int] | None = None
-
-    def to_dict(self) -> dict:
-        return {"name": self.name, "bound": _num(self.bound), "status": self.status,
-                "time": round(self.time, 4), "gap": _num(self.gap), "kind": self.kind,
-                "build_time": round(self.build_time, 4), "nodes": self.nodes,
-                "solves": self.solves, "size": list(self.size) if self.size else None}
 
 
 @dataclass
@@ -79,7 +49,8 @@ class Certificate:
         partition_source: "given", "sampled" or "exact" (the exact MIP's incumbent).
         method: the method that gave the lower bound.
         results: one MethodResult per method run, in ladder order.
-        history: (time, incumbent, bound) of the exact MIP, from HiGHS callbacks.
+        history: (time, incumbent, bound) of the exact MIP, from HiGHS callbacks (of the
+            last method that kept one).
     """
 
     lower_bound: float
@@ -153,13 +124,6 @@ class Certificate:
         return "\n".join(lines)
 
 
-def _num(x):
-    if x is None:
-        return None
-    x = float(x)
-    return x if math.isfinite(x) else None
-
-
 def as_assignment(problem: Problem, partition) -> np.ndarray | None:
     """(n,) int64 from a Partition, a PartitionCost, an array, or None."""
     if partition is None:
@@ -190,22 +154,91 @@ def sample_partition(problem: Problem, samples: int = 64, seed: int = 0,
     return best.assignment, float(best.cost)
 
 
-def _check_method(name: str) -> None:
-    if name not in METHODS:
-        raise JaxplaceError(f"unknown method {name!r}; choose from {', '.join(METHODS)}",
-                            field="methods")
+_check_method = check_method  # the name `jaxplace certify` imports
+
+
+def _check_settings(time_limit, threads) -> None:
+    if not (time_limit > 0):
+        raise JaxplaceError(f"must be positive, got {time_limit!r}", field="time_limit")
+    if int(threads) < 1:
+        raise JaxplaceError(f"must be at least 1, got {threads!r}", field="threads")
+
+
+def _start(problem: Problem, partition, samples: int, seed: int):
+    """(assignment or None, its cost, source) of the partition the ladder starts from."""
+    if partition is not None:
+        a = as_assignment(problem, partition)
+        ub, source = evaluate_partition(problem, a).bottleneck, "given"
+    else:
+        a, ub = sample_partition(problem, samples, seed)
+        source = "sampled"
+    if not math.isfinite(ub):
+        return None, ub, None
+    return a, ub, source
+
+
+def _reporter(progress, name: str):
+    """progress(name, ...) as the context's callable(elapsed, incumbent, bound)."""
+    if progress is None:
+        return None
+    return lambda t, inc, bnd: progress(name, t, inc, bnd)
+
+
+def _run_ladder(problem: Problem, todo: list[str], registry: Mapping[str, BoundMethod],
+                ctx: BoundContext, progress):
+    """Run the methods in order, each seeing the bound and partition found before it.
+
+    Returns:
+        (results, the final context, the name of the method whose partition replaced
+        the starting one, or None).
+    """
+    results: list[MethodResult] = []
+    found_by = None
+    for name in todo:
+        r = registry[name].run(problem, ctx.replace(progress=_reporter(progress, name)))
+        results.append(r)
+        if r.assignment is not None:
+            cost = evaluate_partition(problem, r.assignment).bottleneck
+            if cost < ctx.upper_bound * (1 - 1e-12):
+                ctx = ctx.replace(assignment=r.assignment, upper_bound=cost)
+                found_by = name
+        if progress is not None:
+            progress(name, r.time, ctx.upper_bound, r.bound)
+        ctx = ctx.replace(lower_bound=max(ctx.lower_bound, r.bound))
+    return results, ctx, found_by
+
+
+def _certificate(results: list[MethodResult], ctx: BoundContext, source: str | None,
+                 settings: dict) -> Certificate:
+    """The certificate of a finished ladder (its bound: the first largest result)."""
+    lb, lb_method = -math.inf, "none"
+    for r in results:
+        if r.bound > lb:
+            lb, lb_method = r.bound, r.name
+    ub = ctx.upper_bound
+    if ctx.assignment is not None and ub < lb <= ub * (1 + 1e-6):
+        # bounds carry solver tolerances (about 1e-9 relative); never exceed a real cost
+        # (a larger excess would be a bug, and is left visible as a ratio below 1)
+        lb = ub
+    history = next((r.history for r in reversed(results) if r.history), [])
+    return Certificate(lower_bound=float(max(lb, 0.0) if lb > -math.inf else 0.0),
+                       upper_bound=float(ub), partition=ctx.assignment,
+                       partition_source=source, method=lb_method, results=results,
+                       history=list(history),
+                       tolerance=OPTIMAL_RTOL + settings["mip_rel_gap"], settings=settings)
 
 
 def certify(problem: Problem, partition=None, methods=DEFAULT_METHODS, *,
             time_limit: float = 60.0, threads: int = 1, mip_rel_gap: float = 1e-6,
-            progress=None, samples: int = 64, seed: int = 0) -> Certificate:
+            progress=None, samples: int = 64, seed: int = 0,
+            registry: Mapping[str, BoundMethod] = BOUNDS) -> Certificate:
     """Bound OPT from below with the ladder and from above with the best partition known.
 
     Args:
         problem: the instance.
         partition: a `Partition`, an assignment (block per node), or None (then the best
             of `samples` random priority vectors through the reference decoder).
-        methods: names from METHODS, run in ladder order.
+        methods: names from METHODS (a sequence or "a,b,c"), run in ladder order.
         time_limit: seconds per method (bottleneck-guess splits it over its k solves).
         threads: HiGHS threads for the single solves; worker processes (one thread each)
             for the k solves of bottleneck-guess.
@@ -213,108 +246,23 @@ def certify(problem: Problem, partition=None, methods=DEFAULT_METHODS, *,
         progress: optional callable(method, elapsed, incumbent, bound), called as the
             MIPs progress (throttled) and once per finished method.
         samples, seed: random priority vectors when `partition` is None.
+        registry: name -> BoundMethod to take the methods from, in ladder order
+            (default `registry.BOUNDS`).
 
     Returns:
         Certificate.
+
+    Raises:
+        JaxplaceError: an unknown method, bad settings, or numbers the bounds cannot
+            handle (sums that overflow, a range HiGHS cannot load).
     """
-    if isinstance(methods, str):
-        methods = [m.strip() for m in methods.split(",") if m.strip()]
-    for m in methods:
-        _check_method(m)
-    if not (time_limit > 0):
-        raise JaxplaceError(f"must be positive, got {time_limit!r}", field="time_limit")
-    if int(threads) < 1:
-        raise JaxplaceError(f"must be at least 1, got {threads!r}", field="threads")
-    todo = [m for m in METHODS if m in set(methods)]
-
-    if partition is not None:
-        best_a = as_assignment(problem, partition)
-        best_ub = evaluate_partition(problem, best_a).bottleneck
-        source = "given"
-    else:
-        best_a, best_ub = sample_partition(problem, samples, seed)
-        source = "sampled"
-    if not math.isfinite(best_ub):
-        best_a, source = None, None
-
-    L = simple_lower_bound(problem)
-    # The MIPs model accelerator blocks only (colocation and forward-only contiguity
-    # included); with CPU blocks or CPU-only ops they are skipped (bound 0, still valid).
-    hetero = problem.cpus > 0 or not bool(problem.supported.all())
-    results: list[MethodResult] = []
-    history: list = []
-    lb, lb_method = -math.inf, "none"
-
-    def report(name):
-        def cb(t, inc, bnd):
-            if progress is not None:
-                progress(name, t, inc, bnd)
-        return cb
-
-    for name in todo:
-        t0 = time.perf_counter()
-        relax = name.endswith("-lp")
-        base = name[:-3] if relax else name
-        kind = "lp" if relax else "mip"
-        if name == "simple":
-            r = MethodResult(name, L, "closed form", time.perf_counter() - t0,
-                             kind="closed-form")
-        elif hetero:
-            r = MethodResult(name, 0.0, "skipped: CPU blocks not modelled", 0.0, kind=kind)
-        elif base == "exact":
-            # the exact MIP starts from the best bound proven so far (z >= it)
-            z_lb = None if relax or not math.isfinite(lb) else max(lb, L)
-            model = exact_model(problem, relax=relax, z_lb=z_lb)
-            res, found, _ = exact_bound(problem, None if relax else best_a, relax=relax,
-                                        time_limit=time_limit, threads=threads,
-                                        mip_rel_gap=mip_rel_gap, model=model,
-                                        progress=report(name))
-            if not relax:
-                history = res.history
-                if found is not None:
-                    cost = evaluate_partition(problem, found).bottleneck
-                    if cost < best_ub * (1 - 1e-12):
-                        best_a, best_ub, source = found, cost, "exact"
-            r = MethodResult(name, res.bound, res.status, time.perf_counter() - t0,
-                             gap=None if relax else _num(res.gap), kind=kind,
-                             build_time=model.build_time, nodes=res.nodes, solves=1,
-                             size=(model.ncol, model.nrow, model.nnz))
-        elif base == "bottleneck-guess":
-            def gprog(j, k, res, _name=name, _t0=t0):
-                if progress is not None:
-                    progress(_name, time.perf_counter() - _t0, math.inf, res.bound)
-            bound, per, build = guess_bound(problem, relax=relax, time_limit=time_limit,
-                                            workers=threads, mip_rel_gap=mip_rel_gap,
-                                            progress=gprog)
-            weakest = min(per, key=lambda s: s.bound)
-            gaps = [s.gap for s in per if s.gap is not None and math.isfinite(s.gap)]
-            r = MethodResult(name, bound, weakest.status, time.perf_counter() - t0,
-                             gap=None if relax else (max(gaps) if gaps else None),
-                             kind=kind, build_time=build, nodes=sum(s.nodes for s in per),
-                             solves=len(per))
-        else:
-            variant = {"bottleneck": "full", "bottleneck-no-dag": "no-dag",
-                       "bottleneck-no-io": "no-io"}[base]
-            res, model = bottleneck_bound(problem, variant, relax=relax,
-                                          time_limit=time_limit, threads=threads,
-                                          mip_rel_gap=mip_rel_gap)
-            r = MethodResult(name, res.bound, res.status, time.perf_counter() - t0,
-                             gap=None if relax else _num(res.gap), kind=kind,
-                             build_time=model.build_time, nodes=res.nodes, solves=1,
-                             size=(model.ncol, model.nrow, model.nnz))
-        results.append(r)
-        if progress is not None:
-            progress(name, r.time, best_ub, r.bound)
-        if r.bound > lb:
-            lb, lb_method = r.bound, name
-    if best_a is not None and best_ub < lb <= best_ub * (1 + 1e-6):
-        # bounds carry solver tolerances (about 1e-9 relative); never exceed a real cost
-        # (a larger excess would be a bug, and is left visible as a ratio below 1)
-        lb = best_ub
+    todo = ladder(methods, registry)
+    _check_settings(time_limit, threads)
+    check_sums(problem)
+    best_a, best_ub, source = _start(problem, partition, samples, seed)
+    ctx = BoundContext(time_limit=time_limit, threads=int(threads),
+                       mip_rel_gap=mip_rel_gap, assignment=best_a, upper_bound=best_ub)
+    results, ctx, found_by = _run_ladder(problem, todo, registry, ctx, progress)
     settings = {"time_limit": time_limit, "threads": int(threads),
                 "mip_rel_gap": mip_rel_gap, "methods": todo}
-    return Certificate(lower_bound=float(max(lb, 0.0) if lb > -math.inf else 0.0),
-                       upper_bound=float(best_ub), partition=best_a,
-                       partition_source=source, method=lb_method, results=results,
-                       history=list(history), tolerance=OPTIMAL_RTOL + mip_rel_gap,
-                       settings=settings)
+    return _certificate(results, ctx, found_by or source, settings)

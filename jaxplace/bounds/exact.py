@@ -8,15 +8,21 @@ start from the best partition (renumbered to DAG order) and an objective cutoff.
 
 from __future__ import annotations
 
+import math
+import time
+from dataclasses import dataclass
+
 import numpy as np
 
 from jaxplace.bounds._model import (
     BlockModel,
+    BlockSpec,
     build_block_model,
     dag_numbering,
     solve_model,
     start_vector,
 )
+from jaxplace.bounds.base import BoundContext, MethodResult, from_solve, skipped, unmodelled
 from jaxplace.cost import evaluate_partition, simple_lower_bound
 from jaxplace.problem import Problem
 
@@ -32,8 +38,9 @@ def exact_model(problem: Problem, *, relax: bool = False, z_lb: float | None = N
     k = problem.k
     L = simple_lower_bound(problem)
     zl = L if z_lb is None else max(L, float(z_lb))
-    return build_block_model(problem, k, div=np.ones(k), mem_scale=np.ones(k), z_lb=zl,
-                             empty_last=symmetry and k > 1, relax=relax)
+    spec = BlockSpec(k, div=np.ones(k), mem_scale=np.ones(k), z_lb=zl,
+                     empty_last=symmetry and k > 1)
+    return build_block_model(problem, spec, relax=relax)
 
 
 def exact_bound(problem: Problem, assignment=None, *, relax: bool = False,
@@ -69,3 +76,36 @@ def exact_bound(problem: Problem, assignment=None, *, relax: bool = False,
     if not relax and res.col_value is not None:
         found = model.assignment(res.col_value)
     return res, found, model
+
+
+@dataclass(frozen=True)
+class ExactBound:
+    """The exact MIP as a ladder method (its LP relaxation when `relax`).
+
+    The MIP starts from the context's best partition, with z >= the best bound proven
+    so far; its incumbent comes back as `MethodResult.assignment`, its (time,
+    incumbent, bound) trace as `MethodResult.history`.
+    """
+
+    name: str
+    relax: bool = False
+
+    @property
+    def kind(self) -> str:
+        return "lp" if self.relax else "mip"
+
+    def run(self, problem: Problem, context: BoundContext) -> MethodResult:
+        if why := unmodelled(problem):
+            return skipped(self, why)
+        t0 = time.perf_counter()
+        lb = context.lower_bound
+        z_lb = None if self.relax or not math.isfinite(lb) else max(
+            lb, simple_lower_bound(problem))
+        model = exact_model(problem, relax=self.relax, z_lb=z_lb)
+        res, found, _ = exact_bound(problem, None if self.relax else context.assignment,
+                                    relax=self.relax, time_limit=context.time_limit,
+                                    threads=context.threads,
+                                    mip_rel_gap=context.mip_rel_gap, model=model,
+                                    progress=context.progress)
+        extra = {} if self.relax else {"assignment": found, "history": list(res.history)}
+        return from_solve(self, res, model, time.perf_counter() - t0, **extra)

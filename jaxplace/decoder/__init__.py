@@ -1,27 +1,55 @@
 """Batched JAX decoder: SliceGraph(Kahn(x)) for whole populations of priority vectors.
 
-Public API (re-exported by `jaxplace`): `evaluate`, `decode`, `evaluate_graphs`,
-`make_evaluator`, `score`, `score_graphs`, `device_graph`, `stack_graphs`,
-`DeviceGraph`, `Spec`, `FLOAT32_RTOL` (and `block_bound`, for `score(..., window=)`).
+- `Evaluator` (evaluator.py): a problem (or several) ready to score; pure
+  `score_fn()` for compiled code, host `__call__` / `decode`.
+- `evaluate`, `decode`, `evaluate_graphs`, `make_evaluator` (evaluate.py): thin
+  wrappers sharing one bounded cache of evaluators.
+- Pure layer (scoring.py): `score`, `score_graphs`, `score_keys`; public types
+  and layout (layout.py): `Spec`, `DeviceGraph`, `device_graph`, `stack_graphs`;
+  host batching (batching.py); window policies (window.py); decoding (decoding.py).
 """
 
-from jaxplace.decoder._layout import DeviceGraph, Spec, device_graph, problem_spec, stack_graphs
+from jaxplace.decoder.batching import Batching
 from jaxplace.decoder.evaluate import (
-    FLOAT32_RTOL,
-    block_bound,
+    EVALUATORS,
+    EvaluatorCache,
     decode,
     evaluate,
     evaluate_graphs,
     make_evaluator,
+)
+from jaxplace.decoder.evaluator import Evaluator
+from jaxplace.decoder.layout import DeviceGraph, Spec, device_graph, problem_spec, stack_graphs
+from jaxplace.decoder.scoring import (
+    FLOAT32_RTOL,
     score,
     score_graphs,
+    score_keys,
+    unit_priorities,
+)
+from jaxplace.decoder.window import (
+    AdaptiveWindow,
+    FixedWindow,
+    FullWindow,
+    WindowPolicy,
+    block_bound,
+    block_bounds,
 )
 
 __all__ = [
+    "EVALUATORS",
     "FLOAT32_RTOL",
+    "AdaptiveWindow",
+    "Batching",
     "DeviceGraph",
+    "Evaluator",
+    "EvaluatorCache",
+    "FixedWindow",
+    "FullWindow",
     "Spec",
+    "WindowPolicy",
     "block_bound",
+    "block_bounds",
     "decode",
     "device_graph",
     "evaluate",
@@ -30,5 +58,7 @@ __all__ = [
     "problem_spec",
     "score",
     "score_graphs",
+    "score_keys",
     "stack_graphs",
+    "unit_priorities",
 ]

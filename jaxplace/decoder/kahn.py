@@ -12,7 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from jaxplace.decoder._layout import DeviceGraph, Spec
+from jaxplace.decoder.layout import DeviceGraph, Spec
 
 #: Key of a node that is not ready (every real or padded key is >= 0).
 NOT_READY = -1

@@ -39,8 +39,8 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from jaxplace.decoder._layout import DeviceGraph, Spec
 from jaxplace.decoder.kahn import EMITTED
+from jaxplace.decoder.layout import DeviceGraph, Spec
 
 #: The DP scan over r is split into this many scans with growing static windows.
 WINDOW_BLOCKS = 4

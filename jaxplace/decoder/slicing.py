@@ -15,8 +15,8 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from jaxplace.decoder._layout import DeviceGraph, Spec
 from jaxplace.decoder.kahn import positions
+from jaxplace.decoder.layout import DeviceGraph, Spec
 
 #: Choice entry meaning "use fewer blocks" (Q[j][t] = Q[j-1][t]).
 FEWER = -1

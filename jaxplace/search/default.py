@@ -16,7 +16,7 @@
 
 from __future__ import annotations
 
-import time
+from dataclasses import replace
 
 import numpy as np
 
@@ -24,6 +24,9 @@ from jaxplace.problem import Problem
 from jaxplace.progress import bar
 from jaxplace.reference import decode_reference
 from jaxplace.search.baselines import seed_priorities
+from jaxplace.search.local import shift_search
+from jaxplace.search.methods import evolve
+from jaxplace.search.request import SearchRequest, finish
 
 #: Decoder evaluations of the default search (about 3x the paper's brkga-10000).
 DEFAULT_BUDGET = 30_000
@@ -50,70 +53,68 @@ SEED_BRKGA = False
 RESTARTS = 0
 
 
-def default_search(problem: Problem, *, budget: int | None = None, seed: int = 0,
-                   time_limit=None, target=None, progress=None, lb=None, seeds=None,
-                   population_size: int | None = None, brkga_share: float = BRKGA_SHARE,
-                   local_batch: int = LOCAL_BATCH, moves: int = 3, focus: float | None = None,
-                   patience: int | None = PATIENCE,
-                   brkga_patience: int | None = BRKGA_PATIENCE,
-                   seed_brkga: bool = SEED_BRKGA, restarts: int = RESTARTS):
-    """See the module doc. `seed_brkga`: put the heuristic orders into BRKGA's first
-    population (else they only compete as local-search starts); `restarts`: local
-    searches started after a stagnation stop, from the next best distinct start."""
-    from jaxplace.search import _finish, run_evosax, shift_search
+def default_budget(problem) -> int:
+    """30,000, or max(3000, 600 n) when smaller: tiny graphs need far fewer evaluations
+    (the order space is small); otherwise the stagnation stops end easy ones early."""
+    return min(DEFAULT_BUDGET, max(3000, 600 * problem.n))
 
-    start = time.perf_counter()
-    if focus is None:
-        focus = FOCUS if problem.k >= FOCUS_MIN_K else 0.0
-    # tiny graphs need far fewer evaluations (the order space is small); otherwise the
-    # stagnation stops (`patience`) end easy instances early
-    budget = budget or min(DEFAULT_BUDGET, max(3000, 600 * problem.n))
-    P = max(2, min(population_size or POPULATION, budget // 3))
+
+def default_search(req: SearchRequest):
+    """See the module doc. Options (`req.options`): `brkga_share`, `local_batch`,
+    `moves`, `focus`, `patience`, `brkga_patience`, `seed_brkga` (heuristic orders in
+    BRKGA's first population, else only local-search starts), `restarts` (local
+    searches after a stagnation stop, from the next best distinct start)."""
+    problem, opt = req.problem, dict(req.options)
+    budget = req.budget
+    local_batch = opt.get("local_batch", LOCAL_BATCH)
+    focus = opt.get("focus", FOCUS if problem.k >= FOCUS_MIN_K else 0.0)
+    P = max(2, min(req.population_size or POPULATION, budget // 3))
     s = seed_priorities(problem.graph)
-    if seeds is not None:
-        s = np.concatenate([np.asarray(seeds, np.float32).reshape(-1, problem.n), s])
+    if req.seeds is not None:
+        s = np.concatenate([np.asarray(req.seeds, np.float32).reshape(-1, problem.n), s])
     # the driver's chunk rule: with the default budget this is brkga-10000's compiled
     # program (population 100, 100 generations in chunks of 20), shared with it
-    gens = max(int(budget * brkga_share) // P, 1)
-    with bar(budget, "default", enabled=progress) as pb:
-        out1 = run_evosax(problem, "BRKGA", budget=gens * P, population_size=P, seed=seed,
-                          time_limit=time_limit, target=target, progress=False, lb=lb,
-                          seeds=s if seed_brkga else seeds, raw=True, start=start,
-                          patience=brkga_patience)
-        pb.update(out1.evaluations)
+    gens = max(int(budget * opt.get("brkga_share", BRKGA_SHARE)) // P, 1)
+    with bar(budget, "default", enabled=req.progress) as pb:
+        brkga_req = replace(req, budget=gens * P, progress=False, population_size=P,
+                            options={})
+        brkga_req.__dict__["device"] = req.device  # share the padded graph
+        out1 = evolve(brkga_req, "BRKGA", seeds=s if opt.get("seed_brkga", SEED_BRKGA)
+                      else None, patience=opt.get("brkga_patience", BRKGA_PATIENCE),
+                      phase="brkga", pbar=pb)
         evals, history = out1.evaluations, out1.history
         best_x, best_f = out1.best_x[:problem.n], out1.best_f
-        done = out1.interrupted or (target is not None and best_f <= target)
-        starts = _starts(problem, out1, s, restarts)
+        done = out1.interrupted or req.stop.reached(best_f)
         info = {"brkga_best": out1.best_f, "local_best": [], "brkga_evaluations": evals}
-        for i, x0 in enumerate(starts):
+        interrupted = out1.interrupted
+        for i, x0 in enumerate(_starts(problem, out1, s, opt.get("restarts", RESTARTS))):
             steps = (budget - evals) // local_batch
             if done or steps < LOCAL_CHUNK:
                 break
-            out2 = shift_search(problem, x0, steps=steps, batch=local_batch, moves=moves,
-                                focus=focus, patience=patience, chunk=LOCAL_CHUNK,
-                                seed=seed + 1 + i, time_limit=time_limit, target=target,
-                                lb=lb, start=start, pbar=pb, evaluations0=evals)
+            out2 = shift_search(problem, x0, steps=steps, batch=local_batch,
+                                moves=opt.get("moves", 3), focus=focus,
+                                patience=opt.get("patience", PATIENCE), chunk=LOCAL_CHUNK,
+                                seed=req.seed + 1 + i, device=req.device,
+                                run=req.run("local", pbar=pb, evaluations0=evals))
             evals += out2.evaluations
             history = history.concat(out2.history)
             info["local_best"].append(out2.best_f)
             if out2.best_f < best_f:
                 best_x, best_f = out2.best_x[:problem.n], out2.best_f
-            done = out2.interrupted or not out2.stale or (target is not None
-                                                          and best_f <= target)
-    return _finish(problem, "default", best_x, evals, start, history,
-                   out1.interrupted or bool(info["local_best"]) and out2.interrupted,
-                   info=info)
+            interrupted = out2.interrupted
+            done = out2.interrupted or not out2.stale or req.stop.reached(best_f)
+    return finish(req, "default", best_x, evals, history, interrupted, info=info)
 
 
 def _starts(problem: Problem, out1, seeds: np.ndarray, restarts: int) -> list:
     """Local-search starts, best first: BRKGA's final population and the heuristic
     seeds (float64 reference costs), distinct orders only, at most 1 + restarts."""
-    state = out1.carry[0]
-    pop = np.asarray(state.population)[:, :problem.n]
-    fit = np.asarray(state.fitness, np.float64)
     cands = [(out1.best_f, out1.best_x[:problem.n])]
-    cands += [(float(f), x) for f, x in zip(fit, pop, strict=True) if np.isfinite(f)]
+    if out1.carry is not None:
+        state = out1.carry[0]
+        pop = np.asarray(state.population)[:, :problem.n]
+        fit = np.asarray(state.fitness, np.float64)
+        cands += [(float(f), x) for f, x in zip(fit, pop, strict=True) if np.isfinite(f)]
     cands += [(decode_reference(problem, x).cost, np.asarray(x, np.float32)) for x in seeds]
     cands.sort(key=lambda c: c[0])
     out, seen = [], set()

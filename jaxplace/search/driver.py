@@ -1,36 +1,31 @@
-"""Compiled search loop: any ask/tell program over the batched decoder, in scan chunks.
+"""Compiled search loop: any `Program` over the batched decoder, in scan chunks.
 
-A *program* is a hashable, static description of one search (an evosax algorithm, a
-random sampler, a local search) with two pure functions:
-
-    init(data, key, X0) -> carry           X0: (P0, N) starting candidates, evaluated
-    step(data, carry, key) -> (carry, X, f)  X: (P, N) candidates of one step, f: (P,)
-
-or, with `fused_init = True`, `blank(data, key, X0) -> carry` (no evaluation; X0 is
-evaluated by the first `init_steps` steps of the chunk itself), so that a search
-compiles a single program (the chunk) instead of an init program and a chunk: the
-decoder inside each compiled program costs seconds of XLA compile on a CPU.
-
-`data` is a pytree of device arrays (the padded DeviceGraph and friends), passed as
-an argument, so one compiled chunk serves every graph of the same padded shape. The
-driver runs `chunk` steps per compiled call with `lax.scan`, tracks the best candidate
-on device, and between chunks (on the host) updates the progress bar, checks the time
-limit and the target cost, and keeps the best so far if Ctrl-C arrives.
+The driver runs `chunk` steps of a program per compiled call with `lax.scan`; the
+initial candidates X0 are evaluated by the first `program.init_steps` steps of the
+first chunk, so a search compiles one program (the chunk), not an init program and a
+chunk (each embeds the decoder: seconds of XLA compile on a CPU). `data` (a
+`SearchData` pytree) is an argument, so one compiled chunk serves every graph of the
+same padded shape. Between chunks, on the host, it tracks the best candidate,
+updates the progress bar and the observer, and checks the `StopRule` (time limit,
+target, patience, cancel event); Ctrl-C keeps the best found so far.
 """
 
 from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
-from functools import partial
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from jaxplace.progress import bar
+from jaxplace.search.programs import Program, SearchData
 from jaxplace.search.result import History
+from jaxplace.search.stop import Progress, StopRule
 
 #: Decoder evaluations per compiled chunk, roughly (progress and time-limit granularity).
 CHUNK_EVALUATIONS = 2048
@@ -40,13 +35,40 @@ CHUNK_EVALUATIONS = 2048
 class LoopOutcome:
     """What `run_program` hands back (host arrays)."""
 
-    best_x: np.ndarray  # (N,) float32
+    best_x: np.ndarray  # (width,) float32
     best_f: float
     evaluations: int
     history: History
     interrupted: bool
-    carry: object = None
+    carry: object = None  # the program's final carry (None after Ctrl-C)
     stale: bool = False  # stopped by `patience`
+
+
+@dataclass
+class Run:
+    """Per-search settings the driver needs besides the program.
+
+    Attributes:
+        stop: when to stop (time limit since `start`, target, patience, cancel).
+        start: perf_counter() at which the whole search started.
+        observer: called with a `Progress` after every chunk (from this thread).
+        n: real columns of the reported priorities (None: all).
+        lb: lower bound shown as a ratio in the progress bar.
+        phase: name shown in the bar and in `Progress.phase`.
+        pbar: an open progress bar to update (else one is opened per call).
+        progress: show a bar (None: only on a terminal).
+        evaluations0: evaluations spent before this call (earlier phases).
+    """
+
+    stop: StopRule = field(default_factory=StopRule)
+    start: float = field(default_factory=time.perf_counter)
+    observer: Callable[[Progress], None] | None = None
+    n: int | None = None
+    lb: float | None = None
+    phase: str = "search"
+    pbar: Any = None
+    progress: bool | None = None
+    evaluations0: int = 0
 
 
 def _scan_chunk(program, data, carry, best_x, best_f, keys):
@@ -64,108 +86,109 @@ def _scan_chunk(program, data, carry, best_x, best_f, keys):
     return carry, best_x, best_f, trace
 
 
-_chunk = jax.jit(_scan_chunk, static_argnums=(0,), donate_argnums=(2,))
+# no buffer donation: after Ctrl-C the caller may still read the last carry
+chunk_program = jax.jit(_scan_chunk, static_argnums=(0,))
 
 
-@partial(jax.jit, static_argnums=(0,))
-def _init(program, data, key, X0):
-    carry, f0 = program.init(data, key, X0)
-    f0 = jnp.where(jnp.isnan(f0), jnp.inf, f0)
-    i = jnp.argmin(f0)
-    return carry, X0[i], f0[i]
+@dataclass
+class _Loop:
+    """Host-side bookkeeping of one `run_program` call."""
+
+    evals: int = 0
+    best: float = math.inf
+    last_gain: int = 0
+    hist_e: list = field(default_factory=list)
+    hist_t: list = field(default_factory=list)
+    hist_b: list = field(default_factory=list)
+
+    def record(self, run: Run, trace: np.ndarray, per_step: int) -> None:
+        c = len(trace)
+        self.evals += c * per_step
+        now = time.perf_counter() - run.start
+        self.hist_e.extend(run.evaluations0 + self.evals
+                           - per_step * np.arange(c - 1, -1, -1))
+        self.hist_t.extend([now] * c)
+        self.hist_b.extend(trace.tolist())
+        if trace[-1] < self.best:
+            first = int(np.argmax(trace == trace[-1]))
+            self.last_gain = self.evals - per_step * (c - 1 - first)
+        self.best = float(trace[-1])
+
+    def history(self) -> History:
+        return History(np.asarray(self.hist_e, np.int64), np.asarray(self.hist_t, np.float64),
+                       np.asarray(self.hist_b, np.float64))
 
 
-def run_program(program, data, key: jax.Array, X0, steps: int, *,
-                time_limit: float | None = None, target: float | None = None,
-                progress: bool | None = None, desc: str = "search",
-                start: float | None = None, chunk: int | None = None,
-                total: int | None = None, pbar=None, evaluations0: int = 0,
-                ratio_to: float | None = None, patience: int | None = None,
-                update=None) -> LoopOutcome:
-    """Run `steps` steps of `program` after evaluating X0 (P0, N), in compiled chunks.
+def run_program(program: Program, data: SearchData, key: jax.Array, X0, steps: int,
+                run: Run | None = None, *, chunk: int | None = None,
+                patience: int | None = None, total: int | None = None,
+                update: Callable | None = None) -> LoopOutcome:
+    """Run `steps` steps of `program` (plus its init steps on X0), in compiled chunks.
 
     Args:
-        time_limit: stop after the chunk during which this many seconds (since `start`)
-            passed.
-        target: stop as soon as the best cost is <= target.
-        ratio_to: shown in the progress bar as best / ratio_to (the lower bound).
-        pbar: an open progress bar to update instead of opening one.
-        patience: stop (not counted as interrupted) once this many evaluations passed
-            without improving the best cost (checked between chunks).
+        X0: (P0, width) starting candidates.
+        run: stop rule, clock, observer and bar (`Run`).
         chunk: steps per compiled chunk (default: a divisor of `steps` near
             CHUNK_EVALUATIONS / evaluations per step); steps beyond a multiple are
             dropped.
-        update: `update(carry, data) -> data`, called on the host between chunks
-            (e.g. to refocus a local search on the current incumbent's bottleneck);
-            the returned arrays must keep their shapes (no recompile).
+        patience: stop (not counted as interrupted) once this many evaluations passed
+            without improvement (default: `run.stop.patience`).
+        update: `update(carry, data) -> data` on the host between chunks (e.g. to
+            refocus a local search); the arrays must keep their shapes (no recompile).
     """
-    start = time.perf_counter() if start is None else start
+    run = run or Run()
+    patience = run.stop.patience if patience is None else patience
     per_step = program.evaluations_per_step
     X0 = jnp.asarray(X0, jnp.float32)
     key, k0 = jax.random.split(key)
-    fused = getattr(program, "fused_init", False)
-    if fused:  # X0 is evaluated inside the first step: no separate compiled init
-        carry = program.blank(data, k0, X0)
-        best_x, best_f = X0[0], jnp.asarray(jnp.inf, jnp.float32)
-        evals = 0
-        steps += program.init_steps
-        hist_e, hist_t, hist_b = [], [], []
-    else:
-        carry, best_x, best_f = _init(program, data, k0, X0)
-        evals = X0.shape[0]
-        hist_e, hist_t, hist_b = [evaluations0 + evals], [None], [None]
+    carry = program.blank(data, k0, X0)
+    best_x, best_f = X0[0], jnp.asarray(jnp.inf, jnp.float32)
+    steps += program.init_steps
     if chunk:  # exactly this many steps per chunk (shapes recur across calls)
         chunk = max(1, min(chunk, steps))
     else:
         chunk = _chunk_size(steps, math.ceil(CHUNK_EVALUATIONS / per_step))
     steps = steps // chunk * chunk  # equal chunks, one compile
-    done, interrupted, stale = 0, False, False
-    last_gain = evals
-    own_bar = pbar is None
-    if own_bar:
-        pbar = bar(total or (evals + steps * per_step), desc, enabled=progress)
+    loop, done, interrupted, stale = _Loop(), 0, False, False
+    pbar = run.pbar if run.pbar is not None else bar(
+        total or steps * per_step, run.phase, enabled=run.progress)
     try:
-        bf = float(best_f)
-        if not fused:
-            hist_t[0], hist_b[0] = time.perf_counter() - start, bf
-        pbar.update(evals)
-        _postfix(pbar, bf, ratio_to)
-        # a fused program evaluates X0 in its first chunk: always run that one
-        while done < steps and not (_stop(bf, target, time_limit, start)
-                                    and not (fused and done == 0)):
+        _postfix(pbar, loop.best, run.lb)
+        # the first chunk always runs: it evaluates X0
+        while done < steps and not (done and run.stop.should_stop(loop.best, run.start)):
             if update is not None and done:
                 data = update(carry, data)
             c = min(chunk, steps - done)
             key, sub = jax.random.split(key)
-            keys = jax.random.split(sub, c)
-            out = _chunk(program, data, carry, best_x, best_f, keys)
+            out = chunk_program(program, data, carry, best_x, best_f,
+                                jax.random.split(sub, c))
             trace = np.asarray(out[3], dtype=np.float64)  # blocks until the chunk is done
             carry, best_x, best_f = out[0], out[1], out[2]
-            now = time.perf_counter() - start
             done += c
-            evals += c * per_step
-            hist_e.extend(evaluations0 + evals - per_step * np.arange(c - 1, -1, -1))
-            hist_t.extend([now] * c)
-            hist_b.extend(trace.tolist())
-            if trace[-1] < bf:
-                last_gain = evals - per_step * (c - 1 - int(np.argmax(trace == trace[-1])))
-            bf = float(trace[-1])
+            loop.record(run, trace, per_step)
             pbar.update(c * per_step)
-            _postfix(pbar, bf, ratio_to)
-            if patience is not None and evals - last_gain >= patience:
+            _postfix(pbar, loop.best, run.lb)
+            _observe(run, loop, best_x)
+            if patience is not None and loop.evals - loop.last_gain >= patience:
                 stale = True
                 break
-        interrupted = (done < steps and not stale
-                       and not (target is not None and bf <= target))
+        interrupted = done < steps and not stale and not run.stop.reached(loop.best)
     except KeyboardInterrupt:
         interrupted = True
     finally:
-        if own_bar:
+        if run.pbar is None:
             pbar.close()
-    history = History(np.asarray(hist_e, np.int64), np.asarray(hist_t, np.float64),
-                      np.asarray(hist_b, np.float64))
-    return LoopOutcome(np.asarray(best_x, np.float32), float(best_f), evals, history,
-                       interrupted, carry, stale)
+    return LoopOutcome(np.asarray(best_x, np.float32), float(best_f), loop.evals,
+                       loop.history(), interrupted, carry, stale)
+
+
+def _observe(run: Run, loop: _Loop, best_x) -> None:
+    if run.observer is None:
+        return
+    x = np.asarray(best_x, np.float32)
+    x = x if run.n is None else x[:run.n]
+    run.observer(Progress(run.evaluations0 + loop.evals, loop.best, x,
+                          time.perf_counter() - run.start, run.phase))
 
 
 def _chunk_size(steps: int, want: int) -> int:
@@ -178,12 +201,6 @@ def _chunk_size(steps: int, want: int) -> int:
     return min(divs, key=lambda d: (abs(d - want), d)) if divs else want
 
 
-def _stop(best: float, target, time_limit, start) -> bool:
-    if target is not None and best <= target:
-        return True
-    return time_limit is not None and time.perf_counter() - start >= time_limit
-
-
 def _postfix(pbar, best: float, lb: float | None) -> None:
     if lb:
         pbar.set_postfix_str(f"best={best:.6g} ratio={best / lb:.4f}", refresh=False)
@@ -191,4 +208,4 @@ def _postfix(pbar, best: float, lb: float | None) -> None:
         pbar.set_postfix_str(f"best={best:.6g}", refresh=False)
 
 
-__all__ = ["CHUNK_EVALUATIONS", "LoopOutcome", "run_program"]
+__all__ = ["CHUNK_EVALUATIONS", "LoopOutcome", "Run", "chunk_program", "run_program"]

@@ -1,32 +1,39 @@
 """Search programs for the compiled driver (see driver.py): evosax, random, local search.
 
-Every program is a frozen (hashable) dataclass holding only static configuration; the
-graph arrays and tunable parameters travel in `data`, a dict pytree:
+A program is a frozen (hashable) dataclass holding only static configuration; it
+satisfies the `Program` protocol:
 
-    data["g"]: DeviceGraph (spec.N padded units; candidates have spec.width columns)
-    data["nn"]: () int32 real number of nodes (ShiftSearch)
-    data["la"]: (u, v, w) (E,) int32, int32, float32 edges for the arrangement cost
-    data["pool"]: ((width,) int32 nodes, () int32 count) to focus moves on (ShiftSearch
-        with focus > 0): the incumbent's bottleneck block and its neighbour blocks
-    data["params"]: the evosax Params of the algorithm (EvosaxProgram only)
+    evaluations_per_step: int        candidates scored per step
+    init_steps: int                  extra steps that evaluate the starting X0
+    blank(data, key, X0) -> carry    the initial carry, without evaluating
+    step(data, carry, key) -> (carry, X, f)   X: (P, width) candidates, f: (P,) costs
 
-Candidates are (P, N) float32 priority rows; columns >= n are padding that the
+Device arrays (the padded graph, tunable parameters) travel in `data`, a
+`SearchData` pytree, so one compiled chunk serves every graph of the same padded
+shape. What a candidate costs is a `Fitness`: a hashable callable
+`fitness(data, X) -> (P,)`: the decoder (`DecodeFitness`) or the linear-arrangement
+surrogate (`ArrangementFitness`); other objectives plug in the same way.
+
+Candidates are (P, width) float32 priority rows; columns >= n are padding that the
 decoder ignores.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
+from typing import Any, Protocol
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 from evosax.algorithms.population_based.base import PopulationBasedAlgorithm
+from flax import struct
 
-from jaxplace.decoder import score
-from jaxplace.decoder._layout import Spec, bucket
-from jaxplace.decoder.evaluate import unit_priorities
 from jaxplace.decoder.kahn import kahn_one, positions, priority_keys
+from jaxplace.decoder.layout import Spec, bucket
+from jaxplace.decoder.scoring import score, unit_priorities
 from jaxplace.problem import Problem
 
 # -- fitness --------------------------------------------------------------------------
@@ -40,19 +47,62 @@ def orders_of(spec: Spec, g, X: jnp.ndarray) -> jnp.ndarray:
 
 def arrangement_cost(spec: Spec, data, X: jnp.ndarray) -> jnp.ndarray:
     """(P,) linear-arrangement cost sum_e w(e) |pos(u) - pos(v)| of Kahn(x)."""
-    u, v, w = data["la"]
-    g = data["g"]
+    u, v, w = data.la
+    g = data.g
     pos = jax.vmap(positions)(orders_of(spec, g, X))  # (P, N) position of each unit
     if spec.NX:  # node -> its unit's position
         pos = jnp.take(pos, g.unit_of[:spec.width], axis=1, mode="clip")
     return jnp.sum(w * jnp.abs(pos[:, u] - pos[:, v]).astype(jnp.float32), axis=1)
 
 
-def fitness(spec: Spec, kind: str, data, X: jnp.ndarray) -> jnp.ndarray:
-    """(P,) costs of (P, N) priorities: the decoder ("decode") or an arrangement."""
-    if kind == "decode":
-        return score(spec, data["g"], X)
-    return arrangement_cost(spec, data, X)
+@struct.dataclass
+class SearchData:
+    """Device arrays a program reads (a pytree; unused fields stay None).
+
+    Attributes:
+        g: the padded DeviceGraph.
+        params: the evosax Params of the algorithm (EvosaxProgram).
+        la: (u, v, w) (E,) edges of the arrangement cost (ArrangementFitness).
+        nbr: ((width, Dn) int32 undirected neighbours, (width,) int32 degrees).
+        nn: () int32 real number of nodes (ShiftSearch).
+        pool: ((width,) int32 nodes, () int32 count) to focus moves on (ShiftSearch
+            with focus > 0): the incumbent's bottleneck block and its neighbours.
+        dist: a node-priority distribution for programs that sample from a policy.
+    """
+
+    g: Any
+    params: Any = None
+    la: Any = None
+    nbr: Any = None
+    nn: Any = None
+    pool: Any = None
+    dist: Any = None
+
+
+class Fitness(Protocol):
+    """A hashable callable (P, width) priorities -> (P,) costs, lower is better."""
+
+    def __call__(self, data: SearchData, X: jnp.ndarray) -> jnp.ndarray: ...
+
+
+@dataclass(frozen=True)
+class DecodeFitness:
+    """The bottleneck cost of SliceGraph(Kahn(x)): the real objective."""
+
+    spec: Spec
+
+    def __call__(self, data: SearchData, X: jnp.ndarray) -> jnp.ndarray:
+        return score(self.spec, data.g, X)
+
+
+@dataclass(frozen=True)
+class ArrangementFitness:
+    """The linear-arrangement cost of Kahn(x) (MLA / MLA-weighted surrogates)."""
+
+    spec: Spec
+
+    def __call__(self, data: SearchData, X: jnp.ndarray) -> jnp.ndarray:
+        return arrangement_cost(self.spec, data, X)
 
 
 def arrangement_edges(problem: Problem, weighted: bool):
@@ -104,19 +154,67 @@ def order_priorities(order: jnp.ndarray, N: int) -> jnp.ndarray:
 # -- programs -------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, eq=False)
-class EvosaxProgram:
-    """Any evosax algorithm (ask/tell) over a fitness; `algo` is cached per config."""
+class Program(Protocol):
+    """What the compiled driver runs (see the module doc)."""
 
-    algo: object
-    spec: Spec
-    kind: str = "decode"
+    evaluations_per_step: int
+    init_steps: int
+
+    def blank(self, data: SearchData, key: jax.Array, X0: jnp.ndarray) -> Any: ...
+
+    def step(self, data: SearchData, carry: Any, key: jax.Array
+             ) -> tuple[Any, jnp.ndarray, jnp.ndarray]: ...
+
+
+#: Constructor keywords suited to random keys in [0, 1] (evosax defaults otherwise);
+#: built once so that programs holding them hash equal across searches.
+ALGORITHM_KWARGS: dict[str, dict] = {
+    "SimpleGA": {"std_schedule": optax.constant_schedule(0.1)},
+    "Open_ES": {"optimizer": optax.adam(0.05), "std_schedule": optax.constant_schedule(0.1)},
+}
+
+
+def algorithms() -> dict[str, type]:
+    """Every evosax-style algorithm the driver can run, by name (BRKGA first)."""
+    import evosax.algorithms
+
+    from jaxplace.search.brkga import BRKGA
+
+    return {"BRKGA": BRKGA, **evosax.algorithms.algorithms}
+
+
+@dataclass(frozen=True)
+class EvosaxProgram:
+    """Any evosax algorithm (ask/tell) over a fitness.
+
+    Hashed by its configuration (algorithm name, population, width, options), so
+    equal configurations share compiled chunks; the algorithm object is built once
+    per program.
+    """
+
+    name: str
+    population: int
+    width: int
+    fitness: Any
+    options: tuple = ()
+
+    @cached_property
+    def algo(self):
+        from jaxplace.errors import JaxplaceError
+
+        cls = algorithms()[self.name]
+        kw = {**ALGORITHM_KWARGS.get(self.name, {}), **dict(self.options)}
+        try:
+            return cls(population_size=self.population,
+                       solution=jnp.zeros(self.width, jnp.float32), **kw)
+        except (AssertionError, TypeError, ValueError) as e:
+            raise JaxplaceError(f"cannot build {self.name} with population "
+                                f"{self.population}: {e}", field="method") from e
 
     @property
     def evaluations_per_step(self) -> int:
-        return self.algo.population_size
+        return self.population
 
-    fused_init = True
     init_steps = 1  # the first step evaluates X0 and initializes the algorithm
 
     @property
@@ -131,46 +229,29 @@ class EvosaxProgram:
     def blank(self, data, key, X0):
         """(placeholder state, X0, first=True): no evaluation."""
         f = jnp.zeros(X0.shape[0], jnp.float32)
-        return self._algo_init(key, X0, f, data["params"]), X0, jnp.asarray(True)
-
-    def init(self, data, key, X0):
-        f0 = fitness(self.spec, self.kind, data, X0)
-        params = data["params"]
-        if self.population_based:
-            state = self.algo.init(key, X0, f0, params)
-        else:
-            state = self.algo.init(key, X0[jnp.argmin(f0)], params)
-        return state, f0
+        return self._algo_init(key, X0, f, data.params), X0, jnp.asarray(True)
 
     def step(self, data, carry, key):
         state, X0, first = carry
         k_ask, k_tell, k_init = jax.random.split(key, 3)
-        params = data["params"]
+        params = data.params
         X, asked = self.algo.ask(k_ask, state, params)
         X = jnp.where(first, X0, X)  # step 0 evaluates the initial population
-        f = fitness(self.spec, self.kind, data, X)
+        f = self.fitness(data, X)
         told, _ = self.algo.tell(k_tell, X, f, asked, params)
         fresh = self._algo_init(k_init, X, jnp.where(jnp.isnan(f), jnp.inf, f), params)
         state = jax.tree.map(lambda a, b: jnp.where(first, a, b), fresh, told)
         return (state, X0, jnp.asarray(False)), X, f
-
-    def __hash__(self):
-        return hash((id(self.algo), self.spec, self.kind))
-
-    def __eq__(self, other):
-        return (isinstance(other, EvosaxProgram) and self.algo is other.algo
-                and self.spec == other.spec and self.kind == other.kind)
 
 
 @dataclass(frozen=True)
 class RandomProgram:
     """Independent uniform priority vectors, `batch` per step (random-T)."""
 
-    spec: Spec
+    width: int
     batch: int
-    kind: str = "decode"
+    fitness: Any
 
-    fused_init = True
     init_steps = 1  # X0 is ignored: every step, the first included, samples uniformly
 
     @property
@@ -181,8 +262,8 @@ class RandomProgram:
         return jnp.zeros((), jnp.int32)
 
     def step(self, data, carry, key):
-        X = jax.random.uniform(key, (self.batch, self.spec.width), jnp.float32)
-        return carry, X, fitness(self.spec, self.kind, data, X)
+        X = jax.random.uniform(key, (self.batch, self.width), jnp.float32)
+        return carry, X, self.fitness(data, X)
 
 
 @dataclass(frozen=True)
@@ -197,10 +278,10 @@ class ShiftSearch:
     mixed. The best candidate replaces the incumbent when it is no worse (walking
     along plateaus of the bottleneck objective), which is what lets it shift work
     across a cut that is not yet the bottleneck. Half the shifts move v next to one
-    of its graph neighbours (data["nbr"], see `neighbour_table`), half anywhere.
+    of its graph neighbours (data.nbr, see `neighbour_table`), half anywhere.
 
     With `focus` > 0, that share of the candidates draws the moved node from
-    data["pool"] (the incumbent's bottleneck block and the blocks next to it in the
+    data.pool (the incumbent's bottleneck block and the blocks next to it in the
     order, refreshed by the host between chunks) and the anchor from its graph
     neighbours (half) or the pool (half): moves across the bottleneck's boundaries
     rather than anywhere. A moved node takes its whole
@@ -217,14 +298,13 @@ class ShiftSearch:
         return self.batch
 
     def canonical(self, data, x):
-        g = data["g"]
+        g = data.g
         order = orders_of(self.spec, g, x[None])[0]
         u = order_priorities(order, self.spec.N)  # (N,) per unit
         if not self.spec.NX:
             return u
         return jnp.take(u, g.unit_of[:self.spec.width], mode="fill", fill_value=0.0)
 
-    fused_init = True
     init_steps = 0  # the first step's candidate 0 is X0[0] itself (cost still unknown)
 
     def blank(self, data, key, X0):
@@ -232,16 +312,16 @@ class ShiftSearch:
 
     def neighbours(self, data, x, key):
         N, P = self.spec.width, self.batch
-        n = data["nn"]  # () int32 real number of nodes
+        n = data.nn  # () int32 real number of nodes
         k_v, k_u, k_s, k_on, k_nb, k_j = jax.random.split(key, 6)
         shape = (P, self.moves)
         v = jax.random.randint(k_v, shape, 0, n)
-        nbr, deg = data["nbr"]  # (N, Dn) int32 undirected neighbours, (N,) int32 degree
+        nbr, deg = data.nbr  # (N, Dn) int32 undirected neighbours, (N,) int32 degree
         j = jax.random.randint(k_j, shape, 0, jnp.maximum(deg[v], 1))
         near = jax.random.bernoulli(k_nb, 0.5, shape) & (deg[v] > 0)
         u = jnp.where(near, nbr[v, j], jax.random.randint(k_u, shape, 0, n))
         if self.focus > 0:
-            pool, cnt = data["pool"]
+            pool, cnt = data.pool
             k_f, k_a, k_b = jax.random.split(k_j, 3)
             foc = (jnp.arange(P) < round(self.focus * P))[:, None] & (cnt > 1)
             v = jnp.where(foc, pool[jax.random.randint(k_a, shape, 0, jnp.maximum(cnt, 1))],
@@ -256,7 +336,7 @@ class ShiftSearch:
         if not self.spec.NX:
             new = jnp.where(on, x[u] + side, X[rows, v])
             return X.at[rows, v].set(new)
-        uo = data["g"].unit_of[:N]  # (width,) unit of each node (padding: N)
+        uo = data.g.unit_of[:N]  # (width,) unit of each node (padding: N)
         for m in range(self.moves):  # move the whole unit of v
             sel = on[:, m:m + 1] & (uo[None, :] == uo[v[:, m]][:, None])
             X = jnp.where(sel, x[u[:, m]][:, None] + side[:, m:m + 1], X)
@@ -266,7 +346,7 @@ class ShiftSearch:
         x, fx = carry
         X = self.neighbours(data, x, key)
         X = X.at[0].set(jnp.where(jnp.isinf(fx), x, X[0]))  # first step: evaluate x
-        f = fitness(self.spec, "decode", data, X)
+        f = score(self.spec, data.g, X)
         i = jnp.argmin(f)
         take = f[i] <= fx
         x = jnp.where(take, self.canonical(data, X[i]), x)
@@ -274,5 +354,6 @@ class ShiftSearch:
         return (x, fx), X, f
 
 
-__all__ = ["EvosaxProgram", "RandomProgram", "ShiftSearch", "arrangement_cost",
-           "arrangement_edges", "fitness", "neighbour_table", "order_priorities", "orders_of"]
+__all__ = ["ArrangementFitness", "DecodeFitness", "EvosaxProgram", "Fitness", "Program",
+           "RandomProgram", "SearchData", "ShiftSearch", "algorithms", "arrangement_cost",
+           "arrangement_edges", "neighbour_table", "order_priorities", "orders_of"]

@@ -1,4 +1,7 @@
-"""Host-side layout: a Problem padded into fixed-shape device arrays (a DeviceGraph).
+"""Public decoder types and layout: a Problem padded into fixed-shape device arrays.
+
+`Spec` (static shapes of one compiled decoder) and `DeviceGraph` (the padded arrays,
+a pytree) are the types every fast path shares.
 
 Shapes are rounded up to buckets (`bucket`) so that graphs of similar size, and
 repeated calls, share one compiled function. Padded nodes have no work, no edges and
@@ -10,7 +13,6 @@ that scatters and gathers ignore (`mode="drop"` / `fill`).
 from __future__ import annotations
 
 import math
-import weakref
 from dataclasses import dataclass
 
 import jax.numpy as jnp
@@ -135,20 +137,17 @@ def _direct_pairs(units) -> set:
     return set(zip(src.tolist(), idx.tolist(), strict=True))
 
 
-_structures: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
 def graph_structure(graph) -> dict:
-    """Unit-level arrays of a graph that do not depend on the Problem (cached).
+    """Unit-level arrays of a graph that do not depend on the Problem.
+
+    O(tensors) host work: an `Evaluator` computes it once and passes it along
+    (`structure=`) to `problem_spec`, `host_graph` and the window bounds.
 
     Member tensors: a tensor whose members (producer and consumer units) span at
     least two units and whose size is positive; only they cost transfers. Every
     member unit gets an event slot for it, except the producer when all consumer
     units are its direct unit-DAG successors (then it always comes first: t_init).
     """
-    hit = _structures.get(graph)
-    if hit is not None:
-        return hit
     units = graph.units
     U = units.num_units
     uof = units.unit_of
@@ -189,14 +188,13 @@ def graph_structure(graph) -> dict:
         work=np.bincount(uof, weights=graph.work, minlength=U),
         param=np.bincount(uof, weights=graph.size_param, minlength=U),
         indeg=np.diff(units.pred_ptr), succ_ptr=units.succ_ptr, succ_idx=units.succ_idx)
-    _structures[graph] = out
     return out
 
 
-def problem_spec(problem: Problem) -> Spec:
+def problem_spec(problem: Problem, structure: dict | None = None) -> Spec:
     """The smallest bucketed Spec that holds `problem`."""
     g = problem.graph
-    st = graph_structure(g)
+    st = structure or graph_structure(g)
     U = st["U"]
     N = bucket(U)
     T = bucket(max(g.num_tensors, 1))
@@ -220,10 +218,11 @@ def _padded_csr(ptr: np.ndarray, idx: np.ndarray, rows: int, width: int,
     return out
 
 
-def host_graph(problem: Problem, spec: Spec) -> dict[str, np.ndarray]:
+def host_graph(problem: Problem, spec: Spec, structure: dict | None = None
+               ) -> dict[str, np.ndarray]:
     """NumPy float64 arrays of the DeviceGraph of `problem` padded to `spec`."""
     g, B = problem.graph, problem.bandwidth
-    st = graph_structure(g)
+    st = structure or graph_structure(g)
     n, U, N, T = g.num_nodes, st["U"], spec.N, spec.T
     W = spec.width
     if U > N or n > W or g.num_tensors > T or problem.k < 1:
@@ -264,11 +263,12 @@ def host_graph(problem: Problem, spec: Spec) -> dict[str, np.ndarray]:
         unit_of=unit_of, cpus=np.int32(problem.cpus))
 
 
-def device_graph(problem: Problem, spec: Spec | None = None,
-                 dtype=jnp.float32) -> tuple[Spec, DeviceGraph]:
+def device_graph(problem: Problem, spec: Spec | None = None, dtype=jnp.float32,
+                 structure: dict | None = None) -> tuple[Spec, DeviceGraph]:
     """Pad `problem` to `spec` (default: its own bucket) as device arrays of `dtype`."""
-    spec = problem_spec(problem) if spec is None else spec
-    h = host_graph(problem, spec)
+    st = structure or graph_structure(problem.graph)
+    spec = problem_spec(problem, st) if spec is None else spec
+    h = host_graph(problem, spec, st)
     return spec, _to_device(h, dtype)
 
 
@@ -290,9 +290,14 @@ def stack_graphs(problems, dtype=jnp.float32, spec: Spec | None = None
     problems = list(problems)
     if not problems:
         raise JaxplaceError("no problems to stack", field="problems")
-    common = problem_spec(problems[0])
-    for p in problems[1:]:
-        common = common.merge(problem_spec(p))
-    spec = common if spec is None else spec
-    hs = [host_graph(p, spec) for p in problems]
+    structs = [graph_structure(p.graph) for p in problems]
+    if spec is None:
+        spec = problem_spec(problems[0], structs[0])
+        for p, st in zip(problems[1:], structs[1:], strict=True):
+            spec = spec.merge(problem_spec(p, st))
+    hs = [host_graph(p, spec, st) for p, st in zip(problems, structs, strict=True)]
     return spec, _to_device({k: np.stack([h[k] for h in hs]) for k in hs[0]}, dtype)
+
+
+__all__ = ["DeviceGraph", "Spec", "bucket", "deg_bucket", "device_graph", "graph_structure",
+           "host_graph", "pow2", "problem_spec", "stack_graphs"]

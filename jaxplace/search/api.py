@@ -1,0 +1,71 @@
+"""`search(problem, method)`: the one entry point to every search method."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+from jaxplace.cost import simple_lower_bound
+from jaxplace.errors import JaxplaceError
+from jaxplace.problem import Problem
+from jaxplace.search.registry import get_method
+from jaxplace.search.request import SearchRequest
+from jaxplace.search.result import Result
+from jaxplace.search.stop import Progress, StopRule
+
+
+def search(problem: Problem, method: str | None = None, *, budget: int | None = None,
+           seed: int = 0, time_limit: float | None = None,
+           target_ratio: float | None = None, stop: StopRule | None = None,
+           observer: Callable[[Progress], None] | None = None,
+           progress: bool | None = None, population_size: int | None = None,
+           seeds=None, **options) -> Result:
+    """Best partition of `problem` found by `method` within `budget` evaluations.
+
+    Args:
+        problem: the instance.
+        method: a name of `METHODS` (default: "default", the strongest).
+        budget: decoder evaluations to spend (default: per method; 10,000 for the
+            population methods).
+        seed: PRNG seed; the same seed gives the same result.
+        time_limit: seconds (compile time included); the search stops after the
+            compiled chunk that crosses it. Overrides `stop.time_limit`.
+        target_ratio: stop once cost <= target_ratio * simple lower bound. The search
+            always stops when it reaches the lower bound (optimal).
+        stop: a `StopRule` (time limit, absolute target, patience, cancel event).
+        observer: called with a `Progress` after every compiled chunk.
+        progress: progress bar on stderr (None: only on a terminal).
+        population_size: for population methods (default 100).
+        seeds: optional (S, n) priority vectors put into the initial population.
+        options: method keywords (e.g. elite_fraction for BRKGA; see `default_search`).
+    """
+    start = time.perf_counter()
+    if not isinstance(problem, Problem):
+        raise JaxplaceError(f"expected a Problem, got {type(problem).__name__}",
+                            field="problem")
+    m = get_method(method or "default")
+    if budget is not None and budget < 1:
+        raise JaxplaceError("must be at least 1", field="budget")
+    stop = _stop_rule(problem, stop, time_limit, target_ratio)
+    if seeds is not None:
+        seeds = np.asarray(seeds, np.float32).reshape(-1, problem.n)
+    req = SearchRequest(problem, int(seed), budget or m.budget_for(problem), stop,
+                        observer, progress, seeds, population_size, dict(options), start)
+    return m.run(req)
+
+
+def _stop_rule(problem: Problem, stop: StopRule | None, time_limit, target_ratio
+               ) -> StopRule:
+    stop = stop or StopRule()
+    if time_limit is not None:
+        stop = StopRule(time_limit, stop.target, stop.patience, stop.cancel)
+    if stop.target is None:
+        lb = float(simple_lower_bound(problem))
+        target = lb * (1 + 1e-6) if target_ratio is None else lb * max(target_ratio, 1.0)
+        stop = StopRule(stop.time_limit, target, stop.patience, stop.cancel)
+    return stop
+
+
+__all__ = ["search"]

@@ -1,0 +1,91 @@
+"""The search methods by name: one registry, every method called the same way.
+
+A `Method` wraps `run(req: SearchRequest) -> Result` with its default budget. To add
+one, write the function (see methods.py) and add an entry here, or at run time
+`METHODS["mine"] = Method("mine", run)`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from jaxplace.errors import JaxplaceError
+from jaxplace.problem import Problem
+from jaxplace.search.default import default_budget, default_search
+from jaxplace.search.methods import (
+    arrangement_method,
+    dfs_search,
+    evosax_method,
+    random_search,
+)
+from jaxplace.search.programs import algorithms
+from jaxplace.search.request import SearchRequest
+from jaxplace.search.result import Result
+
+#: Decoder evaluations of the population methods unless asked otherwise.
+DEFAULT_BUDGET = 10_000
+
+
+@dataclass(frozen=True)
+class Method:
+    """A search method: a name, `run(req) -> Result`, and its default budget."""
+
+    name: str
+    run: Callable[[SearchRequest], Result]
+    default_budget: Callable[[Problem], int] | int = DEFAULT_BUDGET
+    description: str = ""
+
+    def budget_for(self, problem: Problem) -> int:
+        b = self.default_budget
+        return int(b(problem) if callable(b) else b)
+
+
+def _policy_method(name: str):
+    def run(req: SearchRequest) -> Result:
+        from jaxplace.search.policy import policy_search
+
+        return policy_search(req, coupled=(name == "policy+brkga"))
+
+    run.__name__ = f"run_{name.replace('+', '_')}"
+    return run
+
+
+def _build() -> dict[str, Method]:
+    methods = {
+        "default": Method("default", default_search, default_budget,
+                          "BRKGA then a batched local search on the order"),
+        "random": Method("random", random_search, description="best of uniform vectors"),
+        "brkga": Method("brkga", evosax_method("BRKGA", "brkga"),
+                        description="biased random-key GA (Goncalves and Resende)"),
+        "mla": Method("mla", arrangement_method(False),
+                      description="BRKGA on the linear-arrangement cost"),
+        "mla-weighted": Method("mla-weighted", arrangement_method(True),
+                               description="BRKGA on the tensor-weighted arrangement"),
+        "dfs": Method("dfs", dfs_search, 1, "DFS linearization sliced once"),
+        "policy": Method("policy", _policy_method("policy"), 100,
+                         "the shipped GNN policy: greedy plus samples"),
+        "policy+brkga": Method("policy+brkga", _policy_method("policy+brkga"),
+                               description="BRKGA seeded and mutated from the policy"),
+    }
+    for name in algorithms():
+        if name != "BRKGA":
+            methods[name] = Method(name, evosax_method(name), description="evosax")
+    return methods
+
+
+#: Every search method by name (names are matched case-insensitively).
+METHODS: dict[str, Method] = _build()
+
+
+def get_method(name: str) -> Method:
+    """The method called `name` (case-insensitive), or a JaxplaceError listing them."""
+    low = {m.lower(): m for m in METHODS}
+    key = low.get(name.strip().lower())
+    if key is None:
+        raise JaxplaceError(f"unknown method {name!r}; choose one of "
+                            f"{', '.join(METHODS)}", field="method")
+    return METHODS[key]
+
+
+__all__ = ["DEFAULT_BUDGET", "METHODS", "Method", "get_method"]
