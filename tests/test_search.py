@@ -371,3 +371,77 @@ def test_shift_search_focus_keeps_the_best_and_reports_it():
     assert out.evaluations == 16 * 64
     assert out.best_f <= f0 * (1 + RTOL)
     assert np.isclose(jp.reference.decode_reference(p, out.best_x[:p.n]).cost, out.best_f, rtol=RTOL)
+
+
+# -- compiled-code reuse ---------------------------------------------------------------
+
+
+def test_driver_chunk_and_decoder_compile_once_per_shape():
+    from compiles import count_compiles
+
+    from jaxplace.decoder import problem_spec
+
+    a = jp.Problem(small_graph(1), 3)
+    search(a, "brkga", seed=0, **SMALL)
+    rng_seed = 100
+    b = None
+    while b is None:  # another graph in the same padded bucket
+        cand = jp.Problem(small_graph(rng_seed), 3)
+        if problem_spec(cand) == problem_spec(a):
+            b = cand
+        rng_seed += 1
+    with count_compiles() as counts:
+        search(a, "brkga", seed=1, **SMALL)
+        search(b, "brkga", seed=2, **SMALL)
+    assert counts["_scan_chunk"] == 0, counts
+
+
+def test_score_fn_traces_once_per_shape():
+    import chex
+
+    p = jp.Problem(small_graph(2), 3)
+    ev = jp.Evaluator(p)
+    fn = jax.jit(chex.assert_max_traces(ev.score_fn(), n=1))
+    rng = np.random.default_rng(0)
+    for _ in range(3):
+        X = rng.random((16, p.n)).astype(np.float32)
+        got = np.asarray(fn(X), np.float64)
+        np.testing.assert_allclose(got, jp.reference.evaluate_reference(p, X), rtol=RTOL)
+
+
+def test_stop_rule_cancel_and_observer():
+    import threading
+
+    from jaxplace.search import Progress, StopRule
+
+    p = jp.Problem(small_graph(7, n=40), 4)
+    cancel = threading.Event()
+    seen = []
+
+    def observer(ev: Progress):
+        seen.append(ev)
+        if len(seen) == 2:
+            cancel.set()
+
+    r = search(p, "brkga", budget=100_000, population_size=20, progress=False,
+               stop=StopRule(cancel=cancel), observer=observer)
+    assert r.interrupted and r.evaluations < 100_000 and len(seen) == 2
+    assert seen[-1].best_x.shape == (p.n,) and seen[-1].evaluations == r.evaluations
+    assert np.isclose(jp.reference.decode_reference(p, seen[-1].best_x).cost,
+                      seen[-1].best_cost, rtol=RTOL)
+
+
+def test_registry_methods_share_one_calling_convention():
+    from jaxplace.search import METHODS, Method
+    from jaxplace.search.request import finish
+
+    def run(req):
+        return finish(req, "mine", np.zeros(req.problem.n), 1, jp.search.History.empty(),
+                      False)
+
+    METHODS["mine-test"] = Method("mine-test", run, 1)
+    try:
+        r = search(jp.Problem(small_graph(1), 3), "mine-test", progress=False)
+        assert r.method == "mine" and r.evaluations == 1
+    finally:
+        del METHODS["mine-test"]

@@ -196,6 +196,54 @@ def _minmax(Qs: jnp.ndarray, seg: jnp.ndarray) -> jnp.ndarray:
     return jnp.min(jnp.maximum(Qs, seg), axis=-2)
 
 
+def _segments(spec: Spec, g: DeviceGraph, cr: dict, x: dict, r, win, base, ell, lane):
+    """(H, P) costs of the blocks [l, r] for the window's l (updates cr in place):
+    transfers and work from the event slab, overflow and capacity from parameter
+    prefix sums, +inf for blocks holding an unsupported unit."""
+    zero = jnp.zeros((), jnp.int32)
+    inf = jnp.asarray(jnp.inf, g.work.dtype)
+    Dl = cr["Dl"]
+    Dl = lax.dynamic_update_slice(Dl, (Dl[r] + x["pl"])[None], (r, zero))
+    ei = jnp.concatenate([x["ip"], x["id"]])
+    Dl = Dl.at[ei, lane[None, :]].add(-jnp.concatenate([x["s"], x["s"]]),
+                                     mode="promise_in_bounds")
+    cr["Dl"] = Dl
+    seg = suffix_sum(win(Dl, base))
+    if spec.use_param:
+        pp = cr["PP"][r] + x["pv"]
+        cr["PP"] = lax.dynamic_update_slice(cr["PP"], pp[None], (r + 1, zero))
+        pw = pp[None] - win(cr["PP"], base)
+        seg = seg + jnp.maximum(pw - g.memory, 0) * g.inv_bw
+        seg = jnp.where(pw > g.capacity, inf, seg)
+    if spec.use_bad:
+        lb = jnp.where(x["bv"] > 0, r, cr["lb"])
+        cr["lb"] = lb
+        seg = jnp.where(ell <= lb[None, :], inf, seg)
+    return seg
+
+
+def _cpu_column(spec: Spec, Q, seg, cpu, first, cfirst, win, base):
+    """(R, P) new DP column with CPU blocks: Q[c][j] over c CPUs and j accelerators,
+    the last block on an accelerator (seg) or on a CPU (cpu)."""
+    K, C = spec.K, spec.C
+    P = seg.shape[-1]
+    N = Q.shape[1] - 1
+    inf = jnp.full((1, P), jnp.inf, seg.dtype)
+    Qv = Q.reshape(C + 1, K + 1, N + 1, P)
+    a0 = first  # c = 0, j = 1
+    if K > 1:
+        a0 = jnp.concatenate([a0, _minmax(win(Qv, base, (0, slice(1, K))), seg)])
+    a = _minmax(win(Qv, base, (slice(1, None), slice(0, K))), seg)  # (C, K, P)
+    b = jnp.concatenate([cfirst, _minmax(win(Qv, base, (0, slice(1, None))),
+                                         cpu)])[None]  # (1, K+1, P)
+    if C > 1:
+        b = jnp.concatenate([b, _minmax(win(Qv, base, (slice(1, C),)), cpu)])  # (C, K+1, P)
+    x0 = jnp.concatenate([inf, a0])[None]  # c = 0
+    xc = jnp.concatenate([b[:, :1], jnp.minimum(a, b[:, 1:])], axis=1)
+    col = jnp.concatenate([x0, xc])  # (C+1, K+1, P)
+    return lax.cummin(lax.cummin(col, axis=1), axis=0).reshape(table_rows(spec), P)
+
+
 def slice_lanes(spec: Spec, g: DeviceGraph, order: jnp.ndarray,
                 window: int | None = None) -> jnp.ndarray:
     """(P,) optimal bottleneck costs of the (N, P) unit orders.
@@ -246,23 +294,7 @@ def slice_lanes(spec: Spec, g: DeviceGraph, order: jnp.ndarray,
             base = zero if length is None else r - (length - 1)
             ell = base + iota[:H, None]  # (H, 1) segment start l
             live = ell <= r
-            Dl = cr["Dl"]
-            Dl = lax.dynamic_update_slice(Dl, (Dl[r] + x["pl"])[None], (r, zero))
-            ei = jnp.concatenate([x["ip"], x["id"]])
-            Dl = Dl.at[ei, lane[None, :]].add(-jnp.concatenate([x["s"], x["s"]]),
-                                             mode="promise_in_bounds")
-            cr["Dl"] = Dl
-            seg = suffix_sum(win(Dl, base))
-            if spec.use_param:
-                pp = cr["PP"][r] + x["pv"]
-                cr["PP"] = lax.dynamic_update_slice(cr["PP"], pp[None], (r + 1, zero))
-                pw = pp[None] - win(cr["PP"], base)
-                seg = seg + jnp.maximum(pw - g.memory, 0) * g.inv_bw
-                seg = jnp.where(pw > g.capacity, inf, seg)
-            if spec.use_bad:
-                lb = jnp.where(x["bv"] > 0, r, cr["lb"])
-                cr["lb"] = lb
-                seg = jnp.where(ell <= lb[None, :], inf, seg)
+            seg = _segments(spec, g, cr, x, r, win, base, ell, lane)
             if length is None:
                 seg = jnp.where(live, seg, inf)  # (H, P)
                 first = seg[:1]  # one block from l = 0 (Q[0][0] = 0 there only)
@@ -283,20 +315,7 @@ def slice_lanes(spec: Spec, g: DeviceGraph, order: jnp.ndarray,
                     cfirst = cpu[:1]
                 else:
                     cfirst = jnp.full((1, P), inf, dt)
-                Qv = Q.reshape(C + 1, K + 1, N + 1, P)
-                a0 = first  # c = 0, j = 1
-                if K > 1:
-                    a0 = jnp.concatenate([a0, _minmax(win(Qv, base, (0, slice(1, K))), seg)])
-                a = _minmax(win(Qv, base, (slice(1, None), slice(0, K))), seg)  # (C, K, P)
-                b = jnp.concatenate([cfirst, _minmax(win(Qv, base, (0, slice(1, None))),
-                                                     cpu)])[None]  # (1, K+1, P)
-                if C > 1:
-                    b = jnp.concatenate(
-                        [b, _minmax(win(Qv, base, (slice(1, C),)), cpu)])  # (C, K+1, P)
-                x0 = jnp.concatenate([jnp.full((1, P), inf, dt), a0])[None]  # c = 0
-                xc = jnp.concatenate([b[:, :1], jnp.minimum(a, b[:, 1:])], axis=1)
-                col = jnp.concatenate([x0, xc])  # (C+1, K+1, P)
-                col = lax.cummin(lax.cummin(col, axis=1), axis=0).reshape(R, P)
+                col = _cpu_column(spec, Q, seg, cpu, first, cfirst, win, base)
             cr["Q"] = lax.dynamic_update_slice(Q, col[:, None, :], (zero, r + 1, zero))
             return cr, None
 
