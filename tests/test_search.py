@@ -393,7 +393,7 @@ def test_driver_chunk_and_decoder_compile_once_per_shape():
     with count_compiles() as counts:
         search(a, "brkga", seed=1, **SMALL)
         search(b, "brkga", seed=2, **SMALL)
-    assert counts["_scan_chunk"] == 0, counts
+    assert counts["_loop_chunk"] == 0, counts
 
 
 def test_score_fn_traces_once_per_shape():
@@ -445,3 +445,15 @@ def test_registry_methods_share_one_calling_convention():
         assert r.method == "mine" and r.evaluations == 1
     finally:
         del METHODS["mine-test"]
+
+
+def test_time_limit_shortens_chunks_without_recompiling():
+    from compiles import count_compiles
+
+    p = jp.Problem(small_graph(6, n=40), 4)
+    search(p, "brkga", budget=2000, population_size=20, progress=False)  # compile
+    with count_compiles() as counts:
+        r = search(p, "brkga", budget=10**7, population_size=20, time_limit=1.5,
+                   progress=False)
+    assert r.interrupted and counts["_loop_chunk"] == 0, counts
+    assert r.wall_time < 1.5 * 1.25 + 0.5, r.wall_time  # generous: CI machines are noisy

@@ -71,23 +71,43 @@ class Run:
     evaluations0: int = 0
 
 
-def _scan_chunk(program, data, carry, best_x, best_f, keys):
-    def body(c, key):
-        inner, bx, bf = c
-        inner, X, f = program.step(data, inner, key)
-        f = jnp.where(jnp.isnan(f), jnp.inf, f)
-        i = jnp.argmin(f)
-        better = f[i] < bf
-        bx = jnp.where(better, X[i], bx)
-        bf = jnp.where(better, f[i], bf)
-        return (inner, bx, bf), bf
+def _loop_chunk(program, data, carry, best_x, best_f, keys, count):
+    """`count` (traced, <= len(keys)) steps of `program`; (carry, best_x, best_f,
+    trace) with trace[i] the best cost after step i (entries >= count: +inf).
 
-    (carry, best_x, best_f), trace = jax.lax.scan(body, (carry, best_x, best_f), keys)
-    return carry, best_x, best_f, trace
+    The step count is a runtime value, so the driver can shorten a chunk to fit a
+    deadline without compiling another program."""
+    def body(i, c):
+        inner, bx, bf, trace = c
+        inner, X, f = program.step(data, inner, keys[i])
+        f = jnp.where(jnp.isnan(f), jnp.inf, f)
+        j = jnp.argmin(f)
+        better = f[j] < bf
+        bx = jnp.where(better, X[j], bx)
+        bf = jnp.where(better, f[j], bf)
+        return inner, bx, bf, trace.at[i].set(bf)
+
+    trace = jnp.full(keys.shape[:1], jnp.inf, jnp.float32)
+    return jax.lax.fori_loop(0, count, body, (carry, best_x, best_f, trace))
 
 
 # no buffer donation: after Ctrl-C the caller may still read the last carry
-chunk_program = jax.jit(_scan_chunk, static_argnums=(0,))
+chunk_program = jax.jit(_loop_chunk, static_argnums=(0,))
+
+#: With a time limit, a chunk is shortened to end this far (a share of the time
+#: left) before the deadline, from the measured time per step.
+DEADLINE_MARGIN = 0.9
+
+
+def _steps_now(run: Run, c: int, step_time: float | None, first: bool) -> int:
+    """Steps of the next chunk: all `c`, unless a time limit is set; then the first
+    chunk (which compiles) runs one step and later ones what fits the time left."""
+    if run.stop.time_limit is None:
+        return c
+    if first or step_time is None:
+        return 1
+    left = run.stop.time_limit - (time.perf_counter() - run.start)
+    return max(1, min(c, int(DEADLINE_MARGIN * left / max(step_time, 1e-9))))
 
 
 @dataclass
@@ -148,8 +168,9 @@ def run_program(program: Program, data: SearchData, key: jax.Array, X0, steps: i
         chunk = max(1, min(chunk, steps))
     else:
         chunk = _chunk_size(steps, math.ceil(CHUNK_EVALUATIONS / per_step))
-    steps = steps // chunk * chunk  # equal chunks, one compile
+    steps = steps // chunk * chunk  # equal chunks (one compiled program)
     loop, done, interrupted, stale = _Loop(), 0, False, False
+    step_time = None
     pbar = run.pbar if run.pbar is not None else bar(
         total or steps * per_step, run.phase, enabled=run.progress)
     try:
@@ -159,10 +180,14 @@ def run_program(program: Program, data: SearchData, key: jax.Array, X0, steps: i
             if update is not None and done:
                 data = update(carry, data)
             c = min(chunk, steps - done)
+            c = max(_steps_now(run, c, step_time, done == 0), min(program.init_steps, c))
             key, sub = jax.random.split(key)
+            t0 = time.perf_counter()
             out = chunk_program(program, data, carry, best_x, best_f,
-                                jax.random.split(sub, c))
-            trace = np.asarray(out[3], dtype=np.float64)  # blocks until the chunk is done
+                                jax.random.split(sub, chunk), jnp.int32(c))
+            trace = np.asarray(out[3], dtype=np.float64)[:c]  # blocks until done
+            if done:  # the first chunk's time includes compiling
+                step_time = (time.perf_counter() - t0) / c
             carry, best_x, best_f = out[0], out[1], out[2]
             done += c
             loop.record(run, trace, per_step)
