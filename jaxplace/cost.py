@@ -48,10 +48,22 @@ class PartitionCost:
         """Blocks holding at least one node."""
         return int(len(np.unique(self.assignment)))
 
+    def stage_ids(self) -> dict[int, int]:
+        """Block -> its number in result files and stage tables: the non-empty
+        accelerator blocks numbered 0.. in pipeline order, the CPU blocks from
+        `num_accel` on, also in pipeline order."""
+        k = len(self.total) if self.num_accel is None else self.num_accel
+        used = [int(b) for b in self.block_order if np.any(self.assignment == b)]
+        acc = [b for b in used if b < k]
+        cpu = [b for b in used if b >= k]
+        return {b: i for i, b in enumerate(acc)} | {b: k + i for i, b in enumerate(cpu)}
+
 
 def check_assignment(problem: Problem, assignment) -> np.ndarray:
     """Validate a block index per node; returns it as (n,) int64."""
     n, k = problem.n, problem.num_blocks
+    if hasattr(assignment, "assignment"):  # a Partition or a PartitionCost
+        assignment = assignment.assignment
     a = np.asarray(assignment)
     if a.shape != (n,):
         raise JaxplaceError(f"has shape {a.shape}, expected ({n},)", field="assignment")

@@ -151,7 +151,8 @@ class CompGraph:
         if len(bad):
             i = int(bad[0])
             what = "NaN" if np.isnan(a[i]) else "infinite" if np.isinf(a[i]) else "negative"
-            raise JaxplaceError(f"{what} value {a[i]!r} at node {self.label(i)}", field=field)
+            raise JaxplaceError(f"{what} value {float(a[i])} at node {self.label(i)}",
+                                field=field)
         return _readonly(a)
 
     def _check_edges(self, e: np.ndarray) -> None:

@@ -8,6 +8,14 @@ from dataclasses import dataclass
 from jaxplace.errors import JaxplaceError
 from jaxplace.graph import CompGraph
 
+
+def _plain(v) -> str:
+    """A value for an error message: numbers plainly (2.5, nan), not np.float64(2.5)."""
+    if hasattr(v, "item") and getattr(v, "ndim", None) == 0:
+        v = v.item()
+    return repr(v)
+
+
 #: Relative slack on the hard capacity (see `Problem.capacity_limit`).
 CAPACITY_RTOL = 1e-9
 
@@ -43,13 +51,13 @@ class Problem:
                                 field="graph")
         k = self.k
         if isinstance(k, bool) or not isinstance(k, int | float) or k != int(k):
-            raise JaxplaceError(f"must be an integer, got {k!r}", field="k")
+            raise JaxplaceError(f"must be an integer, got {_plain(k)}", field="k")
         if k < 1:
             raise JaxplaceError(f"must be at least 1, got {int(k)}", field="k")
         object.__setattr__(self, "k", int(k))
         b = float(self.bandwidth)
         if not (math.isfinite(b) and b > 0):
-            raise JaxplaceError(f"must be positive and finite, got {self.bandwidth!r}",
+            raise JaxplaceError(f"must be positive and finite, got {_plain(self.bandwidth)}",
                                 field="bandwidth")
         object.__setattr__(self, "bandwidth", b)
         for name in ("memory", "capacity"):
@@ -58,12 +66,13 @@ class Problem:
                 continue
             v = float(v)
             if math.isnan(v) or v < 0:
-                raise JaxplaceError(f"must be non-negative, got {getattr(self, name)!r}",
+                raise JaxplaceError(f"must be non-negative, got {_plain(getattr(self, name))}",
                                     field=name)
             object.__setattr__(self, name, None if math.isinf(v) else v)
         c = self.cpus
         if isinstance(c, bool) or not isinstance(c, int | float) or c != int(c) or c < 0:
-            raise JaxplaceError(f"must be a non-negative integer, got {c!r}", field="cpus")
+            raise JaxplaceError(f"must be a non-negative integer, got {_plain(c)}",
+                                field="cpus")
         object.__setattr__(self, "cpus", int(c))
         if self.cpus and "cpu_latency" not in self.graph.node_attrs:
             raise JaxplaceError("CPU blocks need the node attribute 'cpu_latency', which "

@@ -15,14 +15,21 @@ def _fmt(x: float) -> str:
 
 
 def stage_table(problem: Problem, cost: PartitionCost) -> str:
-    """One row per non-empty block, in pipeline order, with the bottleneck marked."""
-    head = ["stage", "nodes", "work", "io_in", "io_out", "overflow", "param", "total"]
-    rows = []
-    used = [b for b in cost.block_order if np.any(cost.assignment == b)]
+    """One row per non-empty block, in pipeline order, with the bottleneck marked.
+
+    `stage` is the block's number in the result JSON (accelerator stages 0.. in
+    pipeline order, CPU blocks from k on); `device` says which kind of device runs it.
+    """
+    head = ["stage", "device", "nodes", "work", "io_in", "io_out", "overflow", "param",
+            "total"]
+    ids = cost.stage_ids()
+    devices = cost.device_types
     worst = cost.bottleneck
-    for i, b in enumerate(used):
+    rows = []
+    for b in (int(b) for b in cost.block_order if int(b) in ids):
         mark = " *" if cost.total[b] == worst else ""
-        rows.append([str(i), str(int(np.sum(cost.assignment == b))), _fmt(cost.work[b]),
+        rows.append([str(ids[b]), "CPU" if devices[b] == "cpu" else "accel",
+                     str(int(np.sum(cost.assignment == b))), _fmt(cost.work[b]),
                      _fmt(cost.io_in[b]), _fmt(cost.io_out[b]), _fmt(cost.overflow[b]),
                      _fmt(cost.param[b]), _fmt(cost.total[b]) + mark])
     widths = [max(len(r[c]) for r in [head, *rows]) for c in range(len(head))]

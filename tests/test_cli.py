@@ -8,11 +8,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import NEURIPS, NEURIPS_SKIP
 
 from jaxplace.cli.main import main
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "dnn-partitioning"
-WORKLOADS = sorted(glob.glob(str(SHARED / "throughput" / "*" / "*.json")))
+WORKLOADS = sorted(glob.glob(str(NEURIPS / "throughput" / "*" / "*.json")))
 
 
 def test_info_and_partition_on_file(tmp_path, capsys):
@@ -25,11 +25,15 @@ def test_info_and_partition_on_file(tmp_path, capsys):
     assert "lower bound 10.5" in capsys.readouterr().out
     out = tmp_path / "r.json"
     assert main(["partition", str(path), "-k", "2", "--budget", "20", "-o", str(out),
-                 "--quiet"]) == 0
+                 "--quiet", "--certify", "--bounds", "simple,exact"]) == 0
     text = capsys.readouterr().out
     assert "bottleneck" in text and "stage" in text
     res = json.loads(out.read_text())
     assert res["k"] == 2 and len(res["assignment"]) == 6 and res["bottleneck"] >= 10.5
+    # The ratio printed last is against the certificate's bound, named (issue 13).
+    last = text.strip().splitlines()[-2]  # the line before "wrote ..."
+    assert "(certify: exact)" in last and last.endswith("ratio 1.0000"), last
+    assert res["lower_bound"] == pytest.approx(res["bottleneck"], rel=1e-6)
 
 
 @pytest.mark.parametrize("argv, match", [
@@ -54,7 +58,7 @@ def test_nothing_written_on_error(tmp_path):
     assert not out.exists()
 
 
-@pytest.mark.skipif(not WORKLOADS, reason="../shared/data not present")
+@pytest.mark.skipif(not WORKLOADS, reason=NEURIPS_SKIP)
 @pytest.mark.parametrize("path", WORKLOADS, ids=[os.path.basename(p) for p in WORKLOADS])
 def test_partition_runs_on_every_shared_file(path, capsys):
     assert main(["partition", path, "--budget", "3", "--quiet"]) == 0
@@ -65,3 +69,291 @@ def test_console_script_subprocess(tmp_path):
     r = subprocess.run([sys.executable, "-m", "jaxplace", "partition", "nope.json", "-k", "2"],
                        capture_output=True, text=True)
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "no such file" in r.stderr
+
+
+# --- the command map and a light parser (issue 11) -----------------------------------
+
+HEAVY = ("jax", "flax", "optax", "evosax", "highspy", "networkx", "tqdm", "jaxplace.search",
+         "jaxplace.bounds", "jaxplace.decoder", "jaxplace.cost")
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["partition", "--help"], ["info", "--help"]])
+def test_help_imports_nothing_heavy(argv):
+    code = ("import sys\nfrom jaxplace.cli.main import main\n"
+            f"rc = main({argv!r})\n"
+            f"heavy = [m for m in {HEAVY!r} if m in sys.modules]\n"
+            "print('HEAVY', rc, heavy, file=sys.stderr)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert "HEAVY 0 []" in r.stderr, r.stderr
+    assert "usage: jaxplace" in r.stdout
+
+
+def test_every_command_module_has_the_protocol():
+    from jaxplace.cli.main import COMMANDS, command_module
+
+    for name in COMMANDS:
+        mod = command_module(name)
+        assert isinstance(mod.HELP, str) and callable(mod.add_arguments) and callable(mod.run)
+
+
+def test_a_command_that_fails_to_import_is_an_error(monkeypatch):
+    import jaxplace.cli.main as cli
+
+    monkeypatch.setitem(cli.COMMANDS, "broken", "jaxplace.cli.cmd_does_not_exist")
+    with pytest.raises(ModuleNotFoundError, match="cmd_does_not_exist"):
+        cli.build_parser()
+
+
+def test_critical_path():
+    import jaxplace as jp
+    from jaxplace.analysis import critical_path
+
+    # 0 -> 1 -> 3 and 0 -> 2 -> 3: the heavier branch (2) counts.
+    g = jp.CompGraph([1.0, 2.0, 5.0, 1.0], [(0, 1), (0, 2), (1, 3), (2, 3)])
+    assert critical_path(g) == pytest.approx(7.0, abs=0)  # exact sums of small floats
+    assert critical_path(jp.CompGraph([3.0, 4.0], [])) == 4.0
+
+
+def test_one_set_of_model_arguments():
+    from jaxplace.cli.main import build_parser
+
+    p = build_parser()
+    for argv in (["info", "g.json"], ["partition", "g.json"], ["certify", "g.json"],
+                 ["import", "m.onnx"]):
+        args = p.parse_args([*argv, "--device", "h200", "--link-bw", "50", "--coarsen",
+                             "--dim", "batch=2"])
+        assert (args.device, args.link_bw, args.coarsen, args.dim) == (
+            "h200", 50.0, True, ["batch=2"])
+
+
+# --- outputs (issue 13) ----------------------------------------------------------------
+
+def _chain(tmp_path, n=6, **node):
+    data = {"directed": True, "graph": {},
+            "nodes": [{"id": i, "work": 1 + i, "size_out": 0.5, **node} for i in range(n)],
+            "edges": [{"source": i, "target": i + 1} for i in range(n - 1)]}
+    path = tmp_path / "g.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+def _one_line_error(capsys, match):
+    err = capsys.readouterr().err.strip()
+    assert match in err and "\n" not in err and "Traceback" not in err, err
+    return err
+
+
+@pytest.mark.parametrize("command", ["partition", "certify", "generate"])
+@pytest.mark.parametrize("target, match", [
+    ("{tmp}/missing/r.json", "does not exist"),
+    ("{tmp}", "is a directory"),
+    ("/proc/r.json", "not writable"),
+    ("{graph}", "is the input file"),
+])
+def test_bad_output_refused_before_any_work(tmp_path, capsys, command, target, match):
+    graph = _chain(tmp_path)
+    before = graph.read_text()
+    out = target.format(tmp=tmp_path, graph=graph)
+    if command == "generate":
+        if target == "{graph}":
+            return  # generate reads no input
+        argv = ["generate", "regal", "--n", "20", "-o", out]
+    else:
+        argv = [command, str(graph), "-k", "2", "-o", out]
+    assert main(argv) == 2
+    _one_line_error(capsys, match)
+    assert graph.read_text() == before
+    assert not list(tmp_path.glob(".*.tmp"))
+
+
+def test_output_gets_the_umask_mode(tmp_path):
+    from jaxplace.formats import write_json
+
+    old = os.umask(0o027)
+    try:
+        write_json(tmp_path / "a.json", {"x": 1})
+        (tmp_path / "b.json").write_text("old")
+        write_json(tmp_path / "b.json", {"x": 2})  # replaced atomically, new mode
+    finally:
+        os.umask(old)
+    assert (tmp_path / "a.json").stat().st_mode & 0o777 == 0o640
+    assert (tmp_path / "b.json").stat().st_mode & 0o777 == 0o640
+    assert json.loads((tmp_path / "b.json").read_text()) == {"x": 2}
+
+
+def test_import_without_output_never_overwrites(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "model.onnx").write_bytes(b"not onnx")
+    (tmp_path / "model.json").write_text("precious")
+    assert main(["import", "model.onnx"]) == 2
+    _one_line_error(capsys, "--force")
+    assert (tmp_path / "model.json").read_text() == "precious"
+    assert main(["import", "model.onnx", "-o", "model.onnx"]) == 2
+    _one_line_error(capsys, "is the input file")
+
+
+def test_import_prints_the_name_it_wrote(tmp_path, monkeypatch, capsys):
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper
+
+    node = helper.make_node("Relu", ["x"], ["y"])
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info(
+        "x", TensorProto.FLOAT, [4, 8])], [helper.make_tensor_value_info(
+            "y", TensorProto.FLOAT, [4, 8])])
+    monkeypatch.chdir(tmp_path)
+    onnx.save(helper.make_model(graph), "net.onnx")
+    assert main(["import", "net.onnx", "--quiet"]) == 0
+    assert "wrote net.json" in capsys.readouterr().out
+    assert main(["import", "net.onnx", "--quiet"]) == 2  # exists now
+    assert main(["import", "net.onnx", "--quiet", "--force"]) == 0
+    assert json.loads((tmp_path / "net.json").read_text())["nodes"]
+
+
+# --- inputs (issue 13) -------------------------------------------------------------------
+
+def test_k_capped_at_placement_units(tmp_path, capsys):
+    path = _chain(tmp_path)
+    assert main(["info", str(path), "-k", "1000000"]) == 0
+    cap = capsys.readouterr()
+    assert "k           6" in cap.out
+    assert cap.err.count("\n") == 1 and "k=1000000 exceeds the 6 placement units" in cap.err
+
+
+@pytest.mark.parametrize("argv", [
+    ["partition", "{g}", "-k", "2", "--time-limit", "0"],
+    ["partition", "{g}", "-k", "2", "--time-limit", "-1"],
+    ["partition", "{g}", "-k", "2", "--time-limit", "nan"],
+    ["partition", "{g}", "-k", "2", "--certify-time", "0"],
+    ["certify", "{g}", "-k", "2", "--time-limit", "-5"],
+    ["bench", "workloads", "--time-limit", "0"],
+])
+def test_time_limit_must_be_positive(tmp_path, capsys, argv):
+    path = _chain(tmp_path)
+    assert main([a.replace("{g}", str(path)) for a in argv]) == 2
+    _one_line_error(capsys, "must be a positive number of seconds")
+
+
+def test_unknown_device_refused_for_json_graphs(tmp_path, capsys):
+    path = _chain(tmp_path)
+    assert main(["info", str(path), "--device", "bogus"]) == 2
+    err = _one_line_error(capsys, "unknown device 'bogus'")
+    assert "h100" in err and "tpu-v4" in err
+    assert main(["info", str(path), "-k", "2", "--device", "h200"]) == 0
+    assert "only apply to model files" in capsys.readouterr().err
+
+
+def test_overflowing_values_rejected(tmp_path, capsys):
+    path = _chain(tmp_path)
+    data = json.loads(path.read_text())
+    data["nodes"][1]["work"] = data["nodes"][2]["work"] = 1e308  # the sum is inf
+    path.write_text(json.dumps(data))
+    assert main(["info", str(path), "-k", "2"]) == 2
+    err = _one_line_error(capsys, f"{path}: work: values too large")
+    assert "inf" in err
+    nips = tmp_path / "n.json"
+    nips.write_text(json.dumps({"maxFPGAs": 2, "nodes": [
+        {"id": 1, "fpgaLatency": 1.0}, {"id": 2, "fpgaLatency": 1e38},
+        {"id": 3, "fpgaLatency": 2e38}, {"id": 4, "fpgaLatency": 2e38}],
+        "edges": [{"sourceId": 1, "destId": 2, "cost": 1.0}]}))
+    assert main(["certify", str(nips), "--methods", "simple"]) == 2  # beyond float32
+    _one_line_error(capsys, f"{nips}: fpgaLatency: values too large")
+
+
+def test_numbers_in_messages_are_plain():
+    import numpy as np
+
+    import jaxplace as jp
+
+    with pytest.raises(jp.JaxplaceError) as e1:
+        jp.CompGraph(np.array([1.0, np.nan]), [(0, 1)])
+    with pytest.raises(jp.JaxplaceError) as e2:
+        jp.Problem(jp.CompGraph([1.0, 2.0], [(0, 1)]), np.float64(2.5))
+    with pytest.raises(jp.JaxplaceError) as e3:
+        jp.Problem(jp.CompGraph([1.0, 2.0], [(0, 1)]), 2, bandwidth=np.float64(-1))
+    for e in (e1, e2, e3):
+        assert "np." not in str(e.value), str(e.value)
+    assert "got 2.5" in str(e2.value) and "got -1.0" in str(e3.value)
+
+
+# --- output that says what it means (issue 13) -----------------------------------------
+
+def test_stage_table_has_devices_and_the_json_block_ids():
+    import numpy as np
+
+    import jaxplace as jp
+    from jaxplace.formats import result_dict
+    from jaxplace.report import stage_table
+
+    g = jp.CompGraph([1.0, 2.0, 3.0, 4.0], [(0, 1), (1, 2), (2, 3)], size_out=[1.0] * 4,
+                     node_attrs={"cpu_latency": np.array([9.0, 9.0, 9.0, 0.5])})
+    problem = jp.Problem(g, 3, cpus=1)
+    a = np.array([2, 2, 0, 3])  # blocks 2 then 0 on accelerators, node 3 on the CPU
+    table = stage_table(problem, jp.evaluate_partition(problem, a)).splitlines()
+    assert table[0].split()[:2] == ["stage", "device"]
+    rows = [line.split() for line in table[1:]]
+    assert [(r[0], r[1], r[2]) for r in rows] == [("0", "accel", "2"), ("1", "accel", "1"),
+                                                  ("3", "CPU", "1")]
+    res = result_dict(problem, a)
+    assert [(b["block"], b["device"], len(b["nodes"])) for b in res["blocks"]] == [
+        (0, "accel", 2), (1, "accel", 1), (3, "cpu", 1)]
+
+
+def test_evaluate_partition_accepts_a_partition_object():
+    import numpy as np
+
+    import jaxplace as jp
+    from jaxplace.reference import decode_reference
+
+    problem = jp.Problem(jp.CompGraph([1.0, 2.0, 3.0], [(0, 1), (1, 2)]), 2)
+    part = decode_reference(problem, np.zeros(3))
+    cost = jp.evaluate_partition(problem, part)
+    assert cost.bottleneck == pytest.approx(part.cost, rel=1e-12)  # both float64
+
+
+def test_bench_workloads_exit_1_when_target_missed(tmp_path, monkeypatch, capsys):
+    import argparse
+    import types
+
+    import jaxplace as jp
+    from jaxplace.bench import workloads
+
+    folder = tmp_path / "LayerGraphs"
+    folder.mkdir()
+    (folder / "bert24_inference.json").write_text(json.dumps({"maxFPGAs": 2, "nodes": [
+        {"id": 1, "fpgaLatency": 1.0}, {"id": 2, "fpgaLatency": 2.0}],
+        "edges": [{"sourceId": 1, "destId": 2, "cost": 1.0}]}))
+    args = argparse.Namespace(folder=str(tmp_path), time_limit=1.0, method="default",
+                              seed=0, only=None, quiet=True)
+    for cost, code in ((17.79, 0), (17.79 * 1.01, 1)):
+        monkeypatch.setattr(jp, "search", lambda *a, _c=cost, **k: types.SimpleNamespace(
+            cost=_c))
+        assert workloads.run(args) == code
+        assert ("MISSED" in capsys.readouterr().out) == (code == 1)
+
+
+def test_bench_decode_quotes_a_failing_yardstick(tmp_path, capsys):
+    (tmp_path / "yardstick.py").write_text(
+        "import sys\nprint('building refslice', flush=True)\n"
+        "sys.exit('error: no C++ compiler (g++) found')\n")
+    assert main(["bench", "decode", "--n", "8", "--k", "2", "--pop", "4", "--yardstick",
+                 str(tmp_path)]) == 2
+    _one_line_error(capsys, "yardstick failed (exit 1): error: no C++ compiler (g++) found")
+
+
+@pytest.mark.parametrize("argv", [["partition", "g.json"], ["certify", "g.json"],
+                                  ["import", "m.onnx"], ["bench", "workloads"],
+                                  ["bench", "decode"], ["bench", "search"]])
+def test_quiet_on_every_long_command(argv):
+    from jaxplace.cli.main import build_parser
+
+    assert build_parser().parse_args([*argv, "--quiet"]).quiet is True
+
+
+def test_data_location_is_configurable():
+    from conftest import NEURIPS
+
+    assert "JAXPLACE_DATA" in NEURIPS_SKIP and "msr-fiddle/dnn-partitioning" in NEURIPS_SKIP
+    if not os.environ.get("JAXPLACE_DATA"):
+        assert NEURIPS == Path(__file__).resolve().parents[2] / "shared" / "data" / \
+            "dnn-partitioning"

@@ -145,7 +145,8 @@ def test_k_larger_than_n_and_single_node():
     for n, k in ((1, 1), (1, 4), (3, 10), (9, 40)):
         problem = random_problem(rng, n, k=k)
         X = rng.random((4, n)).astype(np.float32)
-        assert_costs(evaluate(problem, X), jp.reference.evaluate_reference(problem, X), FLOAT32_RTOL)
+        want = jp.reference.evaluate_reference(problem, X)
+        assert_costs(evaluate(problem, X), want, FLOAT32_RTOL)
 
 
 def test_capacity_infeasible_is_inf():

@@ -17,6 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from conftest import NEURIPS, NEURIPS_SKIP
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from strategies import tiny_hetero_problems
@@ -35,7 +36,7 @@ from jaxplace.decoder import (
 )
 from jaxplace.errors import JaxplaceError
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "dnn-partitioning"
+SHARED = NEURIPS
 WORKLOADS = sorted(glob.glob(str(SHARED / "throughput" / "*" / "*.json")))
 #: One padded shape for the tiny hypothesis problems (compiled once per dtype).
 TINY = Spec(N=8, T=16, D=8, S=8, K=2, use_param=True, C=2, NX=8, use_bad=True)
@@ -211,14 +212,14 @@ SMALL_WORKLOADS = [w for w in WORKLOADS if Path(w).name in (
     "bert24_inference.json", "gnmt_inference.json")]
 
 
-@pytest.mark.skipif(not SMALL_WORKLOADS, reason="dnn-partitioning data not available")
+@pytest.mark.skipif(not SMALL_WORKLOADS, reason=NEURIPS_SKIP)
 @pytest.mark.parametrize("path", SMALL_WORKLOADS, ids=lambda p: Path(p).stem)
 def test_small_workloads_match_reference(path):
     _workload_check(path)
 
 
 @pytest.mark.heavy
-@pytest.mark.skipif(not WORKLOADS, reason="dnn-partitioning data not available")
+@pytest.mark.skipif(not WORKLOADS, reason=NEURIPS_SKIP)
 @pytest.mark.parametrize("path", WORKLOADS, ids=lambda p: "-".join(Path(p).parts[-2:]))
 def test_all_workloads_match_reference(path):
     _workload_check(path)

@@ -7,13 +7,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import NEURIPS, NEURIPS_SKIP
 from hypothesis import HealthCheck, given, settings
 from strategies import tiny_graphs
 
 import jaxplace as jp
 from jaxplace.formats import load_assignment, nodelink_data, write_json
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "dnn-partitioning"
+SHARED = NEURIPS
 WORKLOADS = sorted(glob.glob(str(SHARED / "throughput" / "*" / "*.json")))
 
 
@@ -23,7 +24,7 @@ def write(tmp_path, name, data):
     return str(path)
 
 
-@pytest.mark.skipif(not WORKLOADS, reason="../shared/data not present")
+@pytest.mark.skipif(not WORKLOADS, reason=NEURIPS_SKIP)
 @pytest.mark.parametrize("path", WORKLOADS, ids=[os.path.basename(p) for p in WORKLOADS])
 def test_shared_workloads_load(path):
     raw = json.loads(Path(path).read_text())
@@ -103,7 +104,7 @@ def test_result_json_round_trip(tmp_path):
     g = jp.CompGraph([1, 2, 3, 4], [(0, 1), (1, 2), (2, 3)], size_out=[1, 1, 1, 0],
                      node_ids=["a", "b", "c", "d"])
     p = jp.Problem(g, 3)
-    part = jp.slice_order(p, [0, 1, 2, 3])
+    part = jp.reference.slice_order(p, [0, 1, 2, 3])
     out = str(tmp_path / "r.json")
     data = jp.save_result(out, p, part, method="test", seed=7, timings={"s": 0.1})
     assert data["bottleneck"] == part.cost and data["seed"] == 7

@@ -2,18 +2,18 @@
 
 import glob
 import os
-from pathlib import Path
 
 import numpy as np
 import pytest
 from brute import brute_force_optimum, direct_block_cost, is_valid, topological_orders
+from conftest import NEURIPS, NEURIPS_SKIP
 from hypothesis import given
 from hypothesis import strategies as st
 from strategies import same_cost, tiny_hetero_problems
 
 import jaxplace as jp
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "dnn-partitioning"
+SHARED = NEURIPS
 
 
 def min_over_orders(problem):
@@ -78,7 +78,7 @@ def test_problem_cpu_validation():
         jp.Problem(jp.CompGraph([1.0]), 1, cpus=-1)
 
 
-@pytest.mark.skipif(not SHARED.exists(), reason="../shared/data not present")
+@pytest.mark.skipif(not SHARED.exists(), reason=NEURIPS_SKIP)
 @pytest.mark.parametrize("name", ["resnet50_training.json", "bert_l-3_training.json"])
 def test_training_workloads_decode(name):
     path = glob.glob(str(SHARED / "throughput" / "*" / name))[0]

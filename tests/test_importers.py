@@ -13,7 +13,6 @@ import numpy as np
 import pytest
 
 from jaxplace import JaxplaceError, Problem, evaluate_partition
-from jaxplace.reference import decode_reference
 from jaxplace.graph import CompGraph
 from jaxplace.importers import (
     coarsen,
@@ -25,6 +24,7 @@ from jaxplace.importers import (
     summarize,
 )
 from jaxplace.importers import roofline as rl
+from jaxplace.reference import decode_reference
 
 H100 = get_device("h100")
 F32 = 4

@@ -38,7 +38,8 @@ def test_diamond_tensor_counted_once():
 def test_kahn_priorities_and_ties():
     g = jp.CompGraph([1] * 4, [(0, 2), (1, 3)])
     assert jp.reference.kahn(g, [0.1, 0.9, 0.5, 0.5]).tolist() == [1, 3, 0, 2]
-    assert jp.reference.kahn(g, [0.5, 0.5, 0.5, 0.5]).tolist() == [0, 1, 2, 3]  # ties: smaller index
+    # ties: smaller index
+    assert jp.reference.kahn(g, [0.5, 0.5, 0.5, 0.5]).tolist() == [0, 1, 2, 3]
     x = [0.3, 0.30000001, 0.2, 0.9]  # equal in float32, not in float64
     assert jp.reference.kahn(g, np.array(x, dtype=np.float32)).tolist() == [0, 1, 3, 2]
     assert jp.reference.kahn(g, np.array(x, dtype=np.float64)).tolist() == [1, 3, 0, 2]

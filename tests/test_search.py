@@ -12,13 +12,13 @@ from strategies import same_cost
 import jaxplace as jp
 from jaxplace.search import ALGORITHMS, BRKGA, METHODS, Result, search
 from jaxplace.search import driver as driver_mod
-from jaxplace.search.programs import SearchData, arrangement_cost, arrangement_edges
 from jaxplace.search.baselines import (
     dfs_order,
     order_to_priorities,
     random_reference,
     seed_priorities,
 )
+from jaxplace.search.programs import SearchData, arrangement_cost, arrangement_edges
 
 # float32 decoder costs versus the float64 reference: sums of <= n float32 terms.
 RTOL = 1e-5
@@ -370,7 +370,8 @@ def test_shift_search_focus_keeps_the_best_and_reports_it():
     out = shift_search(p, x0, steps=16, batch=64, focus=0.5, chunk=8, seed=0)
     assert out.evaluations == 16 * 64
     assert out.best_f <= f0 * (1 + RTOL)
-    assert np.isclose(jp.reference.decode_reference(p, out.best_x[:p.n]).cost, out.best_f, rtol=RTOL)
+    ref = jp.reference.decode_reference(p, out.best_x[:p.n])
+    assert np.isclose(ref.cost, out.best_f, rtol=RTOL)
 
 
 # -- compiled-code reuse ---------------------------------------------------------------

@@ -1,21 +1,19 @@
 """The two smallest NeurIPS 2020 workloads reach their published optima (issue 6)."""
 
 import glob
-from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import NEURIPS, NEURIPS_SKIP
 
 import jaxplace as jp
 from jaxplace.bench.workloads import published_optimum
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "dnn-partitioning"
 
-
-@pytest.mark.skipif(not SHARED.exists(), reason="../shared/data not present")
+@pytest.mark.skipif(not NEURIPS.exists(), reason=NEURIPS_SKIP)
 @pytest.mark.parametrize("name", ["bert24_inference", "gnmt_inference"])
 def test_default_search_reaches_published_optimum(name):
-    path = glob.glob(str(SHARED / "throughput" / "LayerGraphs" / f"{name}.json"))[0]
+    path = glob.glob(str(NEURIPS / "throughput" / "LayerGraphs" / f"{name}.json"))[0]
     problem = jp.load_problem(path)  # k, the CPU, capacity and colours from the file
     assert (problem.k, problem.cpus) == (6, 1)
     result = jp.search(problem, seed=0, progress=False)

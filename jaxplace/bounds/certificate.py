@@ -25,7 +25,6 @@ from jaxplace.bounds.registry import (
     DEFAULT_METHODS,
     METHODS,
     MIP_METHODS,
-    check_method,
     ladder,
 )
 from jaxplace.cost import evaluate_partition
@@ -154,7 +153,6 @@ def sample_partition(problem: Problem, samples: int = 64, seed: int = 0,
     return best.assignment, float(best.cost)
 
 
-_check_method = check_method  # the name `jaxplace certify` imports
 
 
 def _check_settings(time_limit, threads) -> None:

@@ -1,20 +1,47 @@
-"""`jaxplace bench NAME ...`: the benchmarks of jaxplace.bench."""
+"""`jaxplace bench NAME ...`: the benchmarks of jaxplace.bench (one module each, listed
+in `jaxplace.bench.BENCHES`, with `HELP`, `add_arguments(parser)` and `run(args)`)."""
 
 from __future__ import annotations
 
-from jaxplace.bench import BENCHES
+import importlib
+import sys
+
+from jaxplace.errors import JaxplaceError
+
+HELP = "run a benchmark and print its figures"
+DESCRIPTION = ("Run a benchmark and print its figures. Exit status 1 when a benchmark "
+               "with a stated target misses it.")
 
 
-def add_parser(sub) -> None:
-    from jaxplace.cli.main import optional_module
+def _module(name: str):
+    return importlib.import_module(f"jaxplace.bench.{name}")
 
-    p = sub.add_parser("bench", help="run a benchmark and print its figures")
+
+def add_arguments(p) -> None:
+    from jaxplace.bench import BENCHES
+
     bsub = p.add_subparsers(dest="bench", metavar="NAME")
     for name in BENCHES:
-        mod = optional_module(f"jaxplace.bench.{name}")
-        if mod is None:
-            continue
+        mod = _module(name)  # an import error here is a bug, not a missing benchmark
         bp = bsub.add_parser(name, help=mod.HELP, description=mod.HELP)
         mod.add_arguments(bp)
-        bp.set_defaults(run=mod.run)
-    p.set_defaults(run=lambda args: p.print_help() or 2)
+        if not any("--quiet" in a.option_strings for a in bp._actions):
+            bp.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
+
+
+def run(args) -> int:
+    from jaxplace.bench import BENCHES
+    from jaxplace.cli.runner import Runner, Stopped
+
+    if args.bench is None:
+        raise JaxplaceError(f"give a benchmark NAME: {', '.join(BENCHES)}")
+    mod = _module(args.bench)
+    with Runner(quiet=getattr(args, "quiet", False)) as runner:
+        try:
+            code = runner.call(lambda: mod.run(args))
+        except Stopped:
+            code = None
+        if runner.interrupted:
+            print(f"jaxplace: bench {args.bench} interrupted", file=sys.stderr)
+            return 130
+    return int(code or 0)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from jaxplace.cli.args import add_output_arg, check_output
 from jaxplace.errors import JaxplaceError
 
 # (flag, dest, type, help); a flag is passed to the generator only when given, and is
@@ -43,13 +44,14 @@ def _int_list(text: str) -> tuple[int, ...]:
             f"expected comma-separated integers, got {text!r}") from None
 
 
-def add_parser(sub) -> None:
-    from jaxplace.generators import GENERATORS
+HELP = "generate a seeded graph (REGAL-like or DNN-like)"
+DESCRIPTION = ("Generate a seeded, deterministic graph and write it as networkx node-link "
+               "JSON (to stdout without -o).")
 
-    p = sub.add_parser(
-        "generate", help="generate a seeded graph (REGAL-like or DNN-like)",
-        description="Generate a seeded, deterministic graph and write it as networkx "
-        "node-link JSON (to stdout without -o).")
+
+def add_arguments(p) -> None:
+    from jaxplace.generators import GENERATORS  # only when this command is chosen
+
     p.add_argument("family", metavar="FAMILY", help=f"one of: {', '.join(GENERATORS)}")
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     for flag, dest, typ, hlp in _OPTIONS:
@@ -57,14 +59,14 @@ def add_parser(sub) -> None:
                        default=None, help=hlp)
     p.add_argument("-k", type=int, default=None,
                    help="number of pipeline stages to record in the file")
-    p.add_argument("-o", "--output", default=None, help="output JSON file (atomic write)")
-    p.set_defaults(run=run)
+    add_output_arg(p, "output JSON file (default: stdout)")
 
 
 def run(args) -> int:
     from jaxplace.formats import nodelink_data, write_json
     from jaxplace.generators import generate, generator_options
 
+    check_output(args.output)
     options = generator_options(args.family)  # raises on an unknown family
     kwargs = {}
     for flag, dest, _, _ in _OPTIONS:

@@ -2,32 +2,24 @@
 
 from __future__ import annotations
 
-from collections import Counter
+from jaxplace.cli.args import add_input_args, load_input
 
-import numpy as np
-
-from jaxplace.cli._common import add_input_args, load_input
-from jaxplace.cost import simple_lower_bound
+HELP = "describe a graph: sizes, totals, lower bound"
 
 
-def add_parser(sub) -> None:
-    p = sub.add_parser("info", help="describe a graph: sizes, totals, lower bound")
+def add_arguments(p) -> None:
     add_input_args(p)
     p.add_argument("--top", type=int, default=5, help="how many heaviest ops to list")
-    p.set_defaults(run=run)
-
-
-def critical_path(graph) -> float:
-    """Largest total work along a path (a latency floor, not a throughput bound)."""
-    best = graph.work.copy()
-    for v in graph.topo_order:
-        preds = graph.predecessors(v)
-        if len(preds):
-            best[v] = graph.work[v] + best[preds].max()
-    return float(best.max())
 
 
 def run(args) -> int:
+    from collections import Counter
+
+    import numpy as np
+
+    from jaxplace.analysis import critical_path
+    from jaxplace.cost import simple_lower_bound
+
     problem, source = load_input(args, default_k=8)
     g = problem.graph
     lines = [

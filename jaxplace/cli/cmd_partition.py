@@ -1,33 +1,32 @@
-"""`jaxplace partition FILE -k K`: find a partition, print its stages, write JSON."""
+"""`jaxplace partition FILE -k K`: find a partition, print its stages, write JSON.
+
+The search runs under `jaxplace.cli.runner.Runner`: Ctrl-C stops it, the best
+partition found so far is printed (and written with -o), and the exit status is 130.
+"""
 
 from __future__ import annotations
 
 import argparse
+import sys
 import time
+from dataclasses import dataclass
 
-from jaxplace.cli._common import add_input_args, load_input, positive_int
-from jaxplace.cost import evaluate_partition, simple_lower_bound
-from jaxplace.report import stage_table
+from jaxplace.cli.args import (
+    add_input_args,
+    add_output_arg,
+    add_quiet_arg,
+    check_output,
+    load_input,
+    positive_int,
+    seconds,
+)
+from jaxplace.errors import JaxplaceError
 
-
-def add_parser(sub) -> None:
-    p = sub.add_parser("partition", help="partition a graph into pipeline stages")
-    add_input_args(p)
-    p.add_argument("--method", default=None, help="search method (default: the strongest)")
-    p.add_argument("--budget", type=positive_int, default=None,
-                   help="decoder evaluations to spend")
-    p.add_argument("--time-limit", type=float, default=None, help="seconds to spend at most")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("-o", "--output", default=None, help="write the result JSON here")
-    p.add_argument("--certify", action="store_true",
-                   help="also prove a lower bound with HiGHS and print the ladder")
-    p.add_argument("--bounds", default="simple,bottleneck,exact", type=_methods,
-                   help="lower-bound methods for --certify (comma-separated)")
-    p.add_argument("--certify-time", type=float, default=60.0,
-                   help="seconds per lower-bound method for --certify")
-    p.add_argument("--threads", type=positive_int, default=1, help="HiGHS threads")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
-    p.set_defaults(run=run)
+HELP = "partition a graph into pipeline stages"
+DESCRIPTION = ("Search for a partition into at most k pipeline stages, print its stage "
+               "table and its ratio to the best lower bound known, and write the result "
+               "JSON with -o. Ctrl-C stops the search and keeps the best partition found "
+               "(exit status 130).")
 
 
 def _methods(text: str) -> list[str]:
@@ -37,44 +36,146 @@ def _methods(text: str) -> list[str]:
     return methods
 
 
-def run(args) -> int:
-    from jaxplace.formats import save_result
-    from jaxplace.search import search
+def add_arguments(p) -> None:
+    add_input_args(p)
+    p.add_argument("--method", default=None,
+                   help="search method (default: the strongest); policy and policy+brkga "
+                   "use the shipped learned policy")
+    p.add_argument("--policy", default=None, metavar="PATH",
+                   help="a trained policy folder for --method policy|policy+brkga "
+                   "(default: the shipped one)")
+    p.add_argument("--budget", type=positive_int, default=None,
+                   help="decoder evaluations to spend")
+    p.add_argument("--time-limit", type=seconds, default=None,
+                   help="seconds to spend at most (compile time included)")
+    p.add_argument("--seed", type=int, default=0)
+    add_output_arg(p, "write the result JSON here")
+    p.add_argument("--certify", action="store_true",
+                   help="also prove a lower bound with HiGHS and print the ladder")
+    p.add_argument("--bounds", default="simple,bottleneck,exact", type=_methods,
+                   help="lower-bound methods for --certify (comma-separated)")
+    p.add_argument("--certify-time", type=seconds, default=60.0,
+                   help="seconds per lower-bound method for --certify")
+    p.add_argument("--threads", type=positive_int, default=1, help="HiGHS threads")
+    add_quiet_arg(p)
 
-    problem, source = load_input(args)
+
+@dataclass
+class Found:
+    """The partition to report, however the search ended."""
+
+    partition: object  # jaxplace Partition (order, cuts, assignment, cost)
+    method: str
+    evaluations: int
+    elapsed: float
+    stopped: str | None = None  # None, "stopped early", "interrupted", "time limit"
+
+
+def _search_call(problem, args, runner):
+    """A no-argument callable running the search with the runner's cancel event and
+    observer (the runner draws the bar, fed by the observer)."""
+    from jaxplace.search import StopRule, search
+
+    kw = {"budget": args.budget, "seed": args.seed, "progress": False,
+          "stop": StopRule(time_limit=args.time_limit, cancel=runner.cancel),
+          "observer": runner.observe}
+    if args.policy is not None:
+        if not (args.method or "").lower().startswith("policy"):
+            raise JaxplaceError("--policy applies to --method policy or policy+brkga",
+                                field="--policy")
+        kw["policy"] = args.policy
+    return lambda: search(problem, args.method, **kw)
+
+
+def _run_search(problem, args, runner) -> Found | None:
+    """The search's result, or the incumbent decoded by the NumPy reference when the
+    search did not return in time after Ctrl-C (None when there was none yet)."""
+    from jaxplace.cli.runner import Stopped
+    from jaxplace.cost import simple_lower_bound
+
     t0 = time.perf_counter()
-    result = search(problem, args.method, budget=args.budget, seed=args.seed,
-                    time_limit=args.time_limit, progress=False if args.quiet else None)
-    elapsed = time.perf_counter() - t0
-    best = result.partition
-    cost = evaluate_partition(problem, best.assignment)
-    lb = simple_lower_bound(problem)
-    print(f"{source}: n={problem.n} k={problem.k} method={result.method} "
-          f"evaluations={result.evaluations} time={elapsed:.2f}s"
-          + (" (stopped early)" if result.interrupted else ""))
-    print(stage_table(problem, cost))
-    ratio = cost.bottleneck / lb if lb > 0 else float("nan")
-    print(f"bottleneck {cost.bottleneck:.6g}   lower bound {lb:.6g} (simple)   "
-          f"ratio {ratio:.4f}")
-    extra = {"evaluations": result.evaluations}
-    timings = {"search_s": elapsed}
-    lower, cert = lb, None
-    if args.certify:
-        from jaxplace.cli.cmd_certify import certify_and_print
+    try:
+        result = runner.call(_search_call(problem, args, runner), desc="search",
+                             deadline=args.time_limit,
+                             lower_bound=simple_lower_bound(problem))
+    except Stopped as stop:
+        x = getattr(stop.latest, "best_x", None)
+        if x is None:
+            return None
+        from jaxplace.reference import decode_reference
 
-        tc = time.perf_counter()
-        cert = certify_and_print(problem, best.assignment, methods=args.bounds,
-                                 time_limit=args.certify_time, threads=args.threads,
-                                 mip_rel_gap=1e-6, seed=args.seed, quiet=args.quiet)
-        timings["certify_s"] = time.perf_counter() - tc
-        lower = max(lb, cert.lower_bound)
-        if cert.upper_bound < cost.bottleneck:  # the exact MIP found a better partition
-            best = cert.partition
-            print("the exact MIP improved the partition:")
-            print(stage_table(problem, evaluate_partition(problem, best)))
-    if args.output:
-        save_result(args.output, problem, best, method=result.method, seed=args.seed,
-                    lower_bound=lower, source=source, timings=timings, extra=extra,
-                    certificate=cert)
-        print(f"wrote {args.output}")
+        return Found(decode_reference(problem, x), args.method or "default",
+                     int(stop.latest.evaluations), time.perf_counter() - t0,
+                     "interrupted" if stop.interrupted else "time limit")
+    stopped = None
+    if result.interrupted:
+        stopped = "interrupted" if runner.interrupted else "stopped early"
+    return Found(result.partition, result.method, result.evaluations,
+                 time.perf_counter() - t0, stopped)
+
+
+def _certify(problem, assignment, args, runner):
+    """The Certificate of --certify, or None when interrupted before it finished."""
+    from jaxplace.cli.cmd_certify import certify_and_print
+    from jaxplace.cli.runner import Stopped
+
+    try:
+        return runner.call(lambda: certify_and_print(
+            problem, assignment, methods=args.bounds, time_limit=args.certify_time,
+            threads=args.threads, mip_rel_gap=1e-6, seed=args.seed, quiet=args.quiet))
+    except Stopped:
+        return None
+
+
+def ratio_line(cost: float, bound: float, label: str) -> str:
+    """`bottleneck C   lower bound L (label)   ratio R`, plainly formatted."""
+    ratio = f"{cost / bound:.4f}" if bound > 0 else "n/a (bound 0)"
+    return f"bottleneck {cost:.6g}   lower bound {bound:.6g} ({label})   ratio {ratio}"
+
+
+def run(args) -> int:
+    from jaxplace.cli.runner import Runner
+    from jaxplace.cost import evaluate_partition, simple_lower_bound
+    from jaxplace.formats import save_result
+    from jaxplace.report import stage_table
+
+    check_output(args.output, inputs=[args.file])
+    problem, source = load_input(args)
+    with Runner(quiet=args.quiet) as runner:
+        found = _run_search(problem, args, runner)
+        if found is None:
+            print("jaxplace: interrupted before a first solution was found; nothing "
+                  "written", file=sys.stderr)
+            return 130
+        best = found.partition  # a Partition (its order goes to the JSON) or blocks
+        cost = evaluate_partition(problem, best.assignment)
+        print(f"{source}: n={problem.n} k={problem.k} method={found.method} "
+              f"evaluations={found.evaluations} time={found.elapsed:.2f}s"
+              + (f" ({found.stopped})" if found.stopped else ""), flush=True)
+        print(stage_table(problem, cost), flush=True)
+        lower, label = simple_lower_bound(problem), "simple"
+        timings, cert = {"search_s": found.elapsed}, None
+        if args.certify and not runner.interrupted:
+            tc = time.perf_counter()
+            cert = _certify(problem, best.assignment, args, runner)
+            timings["certify_s"] = time.perf_counter() - tc
+        if cert is not None:
+            if cert.lower_bound > lower:
+                lower, label = cert.lower_bound, f"certify: {cert.method}"
+            if cert.partition is not None and cert.upper_bound < cost.bottleneck:
+                best = cert.partition  # the exact MIP found a better partition
+                cost = evaluate_partition(problem, best)
+                print("the exact MIP improved the partition:")
+                print(stage_table(problem, cost))
+        print(ratio_line(cost.bottleneck, lower, label))
+        if args.output:
+            save_result(args.output, problem, best, method=found.method, seed=args.seed,
+                        lower_bound=lower, source=source, timings=timings,
+                        extra={"evaluations": found.evaluations,
+                               **({"stopped": found.stopped} if found.stopped else {})},
+                        certificate=cert)
+            print(f"wrote {args.output}")
+        if runner.interrupted:
+            print("jaxplace: interrupted", file=sys.stderr)
+            return 130
     return 0

@@ -1,9 +1,14 @@
 """Entry point of the `jaxplace` command.
 
-Each subcommand lives in its own module `jaxplace.cli.cmd_<name>` exposing
-`add_parser(subparsers)` (registering itself, with `set_defaults(run=...)`); a
-module that is not there yet is simply not offered. Bad input raises JaxplaceError,
-printed here on one line with exit code 2.
+`COMMANDS` maps each subcommand to its module. A command module exposes `HELP` (one
+line), optionally `DESCRIPTION`, `add_arguments(parser)` and `run(args) -> int`, and
+imports its heavy dependencies inside `run`, so that `jaxplace --help` stays instant.
+Adding a command is one module and one entry here; a module that fails to import is
+an error, never silently left out.
+
+Exit codes: 0 success, 1 a benchmark missed its stated target, 2 bad input (one line
+on stderr), 130 interrupted by Ctrl-C (after printing and writing the best result
+found so far, see `jaxplace.cli.runner`).
 """
 
 from __future__ import annotations
@@ -14,31 +19,80 @@ import sys
 
 from jaxplace.errors import JaxplaceError
 
-COMMANDS = ("info", "generate", "partition", "certify", "import", "bench")
+COMMANDS = {
+    "info": "jaxplace.cli.cmd_info",
+    "generate": "jaxplace.cli.cmd_generate",
+    "partition": "jaxplace.cli.cmd_partition",
+    "certify": "jaxplace.cli.cmd_certify",
+    "import": "jaxplace.cli.cmd_import",
+    "bench": "jaxplace.cli.cmd_bench",
+    "train": "jaxplace.cli.cmd_train",
+}
+
+EXIT_BAD_INPUT = 2
+EXIT_INTERRUPTED = 130
 
 
-def optional_module(name: str):
-    """Import `name`, or None when that module (not one it imports) does not exist."""
-    try:
-        return importlib.import_module(name)
-    except ModuleNotFoundError as exc:
-        if exc.name != name:
-            raise
-        return None
+class _Parser(argparse.ArgumentParser):
+    """An ArgumentParser that adds its arguments on first use (`populate`), so that
+    only the chosen subcommand's arguments are built, and that reports usage errors
+    on one line."""
+
+    def __init__(self, *args, populate=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._populate = populate
+
+    def _ensure(self) -> None:
+        if self._populate is not None:
+            populate, self._populate = self._populate, None
+            populate(self)
+
+    def parse_known_args(self, args=None, namespace=None):
+        self._ensure()
+        return super().parse_known_args(args, namespace)
+
+    def format_help(self) -> str:
+        self._ensure()
+        return super().format_help()
+
+    def format_usage(self) -> str:
+        self._ensure()
+        return super().format_usage()
+
+    def error(self, message: str):
+        self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message} (see {self.prog} "
+                  "--help)\n")
+
+
+class _Version(argparse.Action):
+    """--version, reading the version only when asked."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, **kwargs):
+        super().__init__(option_strings, dest, nargs=0, help="print the version and exit")
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from jaxplace import __version__
+
+        parser.exit(message=f"jaxplace {__version__}\n")
+
+
+def command_module(name: str):
+    """The module of command `name` (an ImportError in it propagates)."""
+    return importlib.import_module(COMMANDS[name])
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from jaxplace import __version__
-
-    p = argparse.ArgumentParser(
+    p = _Parser(
         prog="jaxplace",
-        description="Partition computation graphs into pipeline stages and certify them.")
-    p.add_argument("--version", action="version", version=f"jaxplace {__version__}")
-    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+        description="Partition computation graphs into pipeline stages and certify them.",
+        epilog="Exit status: 0 success, 1 a benchmark missed its target, 2 bad input, "
+        "130 interrupted (Ctrl-C; the best result so far is printed and written).")
+    p.add_argument("--version", action=_Version)
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name in COMMANDS:
-        mod = optional_module(f"jaxplace.cli.cmd_{name}")
-        if mod is not None:
-            mod.add_parser(sub)
+        mod = command_module(name)
+        sub.add_parser(name, help=mod.HELP, description=getattr(mod, "DESCRIPTION", mod.HELP),
+                       populate=mod.add_arguments)
     return p
 
 
@@ -58,7 +112,9 @@ def _host_devices() -> None:
 def _compile_cache() -> None:
     """Keep compiled XLA programs on disk between runs: the decoder and the search
     loop compile once per padded shape (seconds each), so a second run on a graph of
-    similar size starts at once. JAXPLACE_CACHE_DIR moves it; set it empty to disable."""
+    similar size starts at once. JAXPLACE_CACHE_DIR moves it; set it empty to disable.
+    Set through JAX's environment variables, read when JAX is first imported, so that
+    commands which never use JAX do not import it."""
     import os
 
     path = os.environ.get("JAXPLACE_CACHE_DIR")
@@ -66,34 +122,59 @@ def _compile_cache() -> None:
         path = os.path.join(os.path.expanduser("~"), ".cache", "jaxplace", "xla")
     if not path:
         return
-    import jax
+    if "jax" in sys.modules:
+        import jax
 
-    jax.config.update("jax_compilation_cache_dir", path)
-    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
+        jax.config.update("jax_compilation_cache_dir", path)
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
+        return
+    os.environ["JAX_COMPILATION_CACHE_DIR"] = path
+    os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0.5")
+
+
+def _leave_now(code: int) -> None:
+    """Exit at once, without waiting for a worker thread stuck in a C call (XLA's
+    compiler, HiGHS): interpreter shutdown would wait for it or crash in it."""
+    import os
+
+    from jaxplace.cli.runner import worker_alive
+
+    if worker_alive():
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
+        os._exit(code)
 
 
 def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help, --version, usage errors
+        return exc.code if isinstance(exc.code, int) else int(bool(exc.code))
+    if args.command is None:
+        parser.print_help()
+        return EXIT_BAD_INPUT
     _host_devices()
     _compile_cache()
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if not getattr(args, "run", None):
-        parser.print_help()
-        return 2
     try:
-        return int(args.run(args) or 0)
+        code = int(command_module(args.command).run(args) or 0)
     except JaxplaceError as exc:
         print(f"jaxplace: error: {exc}", file=sys.stderr)
-        return 2
+        code = EXIT_BAD_INPUT
     except KeyboardInterrupt:
         print("jaxplace: interrupted", file=sys.stderr)
-        return 130
+        code = EXIT_INTERRUPTED
     except BrokenPipeError:
         # The reader (e.g. `| head`) went away: stop quietly, as Unix tools do.
         import os
 
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    _leave_now(code)
+    return code
 
 
 if __name__ == "__main__":

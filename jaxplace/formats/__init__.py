@@ -9,6 +9,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import numpy as np
+
 from jaxplace.errors import JaxplaceError
 from jaxplace.formats._json import read_json, write_json
 from jaxplace.formats.neurips import is_neurips, read_neurips
@@ -52,9 +54,48 @@ def problem_from_graph(graph: CompGraph, k: int | None = None, *, source: str = 
               "cpus": meta.get("cpus", meta.get("maxCPUs", 0))}
     fields.update({key: v for key, v in overrides.items() if v is not None})
     try:
-        return Problem(graph, k, **fields)
+        problem = Problem(graph, k, **fields)
     except JaxplaceError as exc:
         raise exc.with_source(source) from None
+    check_range(problem, source)
+    return problem
+
+
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
+# The fields of each file format that hold a CompGraph array, for error messages.
+_FIELD_NAMES = {"neurips2020": {"work": "fpgaLatency", "size_param": "size",
+                                "size_out": "cost", "cpu_latency": "cpuLatency"}}
+
+
+def check_range(problem: Problem, source: str = "graph") -> None:
+    """Refuse values whose sums overflow: block costs add up work, tensor sizes and
+    parameters (over the bandwidth), and the decoder does it in float32. A JaxplaceError
+    names the file and the field, e.g. for a node whose work is 1e308."""
+    g, B = problem.graph, problem.bandwidth
+    names = _FIELD_NAMES.get(g.meta.get("format"), {})
+    terms = [("work", g.work, 1.0), ("size_out", g.tensor_size, B / 2),  # in + out
+             ("size_param", g.size_param, B)]
+    if "cpu_latency" in g.node_attrs:
+        terms.append(("cpu_latency", np.asarray(g.node_attrs["cpu_latency"], float), 1.0))
+    totals = []
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        for name, values, scale in terms:
+            total = float(np.sum(values / scale)) if len(values) else 0.0
+            totals.append(total)
+            if not total <= _FLOAT32_MAX:
+                big = float(np.max(values))
+                raise JaxplaceError(
+                    f"values too large: the total over the graph is {total:g} (largest "
+                    f"value {big:g}), beyond the float32 range ({_FLOAT32_MAX:.3g}) in "
+                    "which block costs are computed", source=source,
+                    field=names.get(name, name))
+        grand = float(np.sum(totals[:3]))
+    if not grand <= _FLOAT32_MAX:
+        name = terms[int(np.argmax(totals[:3]))][0]
+        raise JaxplaceError(
+            f"values too large: work, transfers and parameters add up to {grand:g}, beyond "
+            f"the float32 range ({_FLOAT32_MAX:.3g}) in which block costs are computed",
+            source=source, field=names.get(name, name))
 
 
 def load_problem(path: str | os.PathLike, k: int | None = None, **overrides) -> Problem:

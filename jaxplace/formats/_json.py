@@ -51,6 +51,12 @@ def _finite(o):
     return o
 
 
+def _umask() -> int:
+    mask = os.umask(0o022)  # reading the umask means setting it: put it back at once
+    os.umask(mask)
+    return mask
+
+
 def write_json(path: str | os.PathLike, data: Any, *, indent: int | None = 1) -> None:
     """Write JSON atomically: a temp file in the same folder, then rename.
 
@@ -68,6 +74,7 @@ def write_json(path: str | os.PathLike, data: Any, *, indent: int | None = 1) ->
         raise JaxplaceError("folder does not exist", source=str(folder))
     fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=folder)
     try:
+        os.fchmod(fd, 0o666 & ~_umask())  # mkstemp makes 0600; use what open() would
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             json.dump(_finite(data), f, indent=indent, default=_default)
             f.write("\n")

@@ -9,6 +9,7 @@ size_param, the producer's edge `cost` -> size_out (bandwidth 1), `maxFPGAs` -> 
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import numpy as np
@@ -37,8 +38,8 @@ def _number(d, field, source, where, default=None):
     if isinstance(x, bool):
         return float(x)
     if not isinstance(x, int | float):
-        raise JaxplaceError(f"'{field}' is {x!r}, expected a number", source=source,
-                            field=where)
+        raise JaxplaceError(f"'{field}' is {json.dumps(x, default=repr)}, expected a number",
+                            source=source, field=where)
     return float(x)
 
 
@@ -84,7 +85,7 @@ def read_neurips(data: dict, source: str) -> CompGraph:
         u, v = index[e["sourceId"]], index[e["destId"]]
         c = _number(e, "cost", source, where, 0.0)
         if c < 0 or not np.isfinite(c):
-            raise JaxplaceError(f"negative or non-finite cost {c!r}", source=source,
+            raise JaxplaceError(f"negative or non-finite cost {c}", source=source,
                                 field=where)
         # The format promises equal costs on all out-edges of a node; take the max if not.
         out[u] = max(out[u], c)

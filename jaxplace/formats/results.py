@@ -29,9 +29,7 @@ def result_dict(problem: Problem, partition, *, method: str | None = None,
     cost = evaluate_partition(problem, assignment)
     used = [int(b) for b in cost.block_order if np.any(cost.assignment == b)]
     # Pipeline order within each device type: accelerators 0.., CPUs from k on.
-    acc = [b for b in used if b < problem.k]
-    cpu = [b for b in used if b >= problem.k]
-    renumber = {b: i for i, b in enumerate(acc)} | {b: problem.k + i for i, b in enumerate(cpu)}
+    renumber = cost.stage_ids()
     a = np.array([renumber[int(b)] for b in cost.assignment], dtype=np.int64)
     lb = simple_lower_bound(problem) if lower_bound is None else float(lower_bound)
     blocks = []

@@ -117,6 +117,11 @@ def _load() -> dict[str, DeviceProfile]:
     return out
 
 
+def device_profiles() -> dict[str, DeviceProfile]:
+    """The built-in profiles by name (read once from devices.json)."""
+    return dict(_load())
+
+
 def device_names() -> list[str]:
     """Names of the built-in profiles."""
     return list(_load())

@@ -1,0 +1,250 @@
+"""Arguments shared by subcommands (input graph, problem parameters, model-file cost
+model, outputs) and their checks. Everything here is light to import: building the
+parser must not load JAX, HiGHS or networkx."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+from pathlib import Path
+
+from jaxplace.errors import JaxplaceError
+
+
+def note(message: str) -> None:
+    """A one-line remark on stderr (not an error)."""
+    print(f"jaxplace: note: {message}", file=sys.stderr)
+
+
+# -- argparse types -----------------------------------------------------------------
+
+def positive_int(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {v}")
+    return v
+
+
+def seconds(text: str) -> float:
+    """A time limit: a positive, finite number of seconds."""
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
+    if not (math.isfinite(v) and v > 0):
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text}")
+    return v
+
+
+# -- the input graph and the problem ------------------------------------------------
+
+def add_input_args(p: argparse.ArgumentParser) -> None:
+    """FILE / --example, -k and the cost parameters, plus the model-file flags."""
+    p.add_argument("file", nargs="?", help="graph file: node-link JSON, NeurIPS 2020 JSON, "
+                   "or .onnx")
+    p.add_argument("--example", nargs="?", const="transformer", metavar="FAMILY",
+                   help="use a built-in generated example instead of a file "
+                   "(default: a small transformer)")
+    p.add_argument("-k", type=int, default=None,
+                   help="number of pipeline stages (default: from the file); at most the "
+                   "number of placement units")
+    p.add_argument("--bandwidth", type=float, default=None, help="inter-stage bandwidth B")
+    p.add_argument("--memory", type=float, default=None,
+                   help="overflow budget M: parameters beyond it cost (param - M) / B")
+    p.add_argument("--capacity", type=float, default=None,
+                   help="hard per-stage parameter limit")
+    add_model_args(p)
+
+
+def _device_names() -> list[str]:
+    """Names in the device-profile data file, read without importing the importers
+    (which load JAX); `get_device` is the authority when a name is checked."""
+    import importlib.util
+    import json
+
+    try:
+        spec = importlib.util.find_spec("jaxplace.importers")
+        folder = Path(next(iter(spec.submodule_search_locations)))
+        return [n for n in json.loads((folder / "devices.json").read_text())
+                if not n.startswith("_")]
+    except (OSError, ValueError, StopIteration, AttributeError):
+        return []
+
+
+def add_model_args(p: argparse.ArgumentParser, *, default_device: str | None = None) -> None:
+    """The roofline cost-model flags for model files (.onnx), one set for every command."""
+    g = p.add_argument_group("model files (.onnx): roofline cost model")
+    names = ", ".join(_device_names())
+    g.add_argument("--device", default=default_device,
+                   help=f"device profile: {names} (default h100; `jaxplace import "
+                   "--list-devices` describes them)")
+    g.add_argument("--peak-tflops", type=float, metavar="TF",
+                   help="override the matrix-unit peak, TFLOP/s (all dtypes)")
+    g.add_argument("--mem-bw", type=float, metavar="GBS",
+                   help="override the device-memory bandwidth, GB/s")
+    g.add_argument("--link-bw", type=float, metavar="GBS",
+                   help="override the stage-to-stage link bandwidth, GB/s")
+    g.add_argument("--launch-us", type=float, metavar="US",
+                   help="override the per-op launch overhead, microseconds")
+    g.add_argument("--coarsen", action="store_true",
+                   help="fuse chains of cheap elementwise ops into their producer")
+    g.add_argument("--dim", action="append", default=[], metavar="NAME=VALUE",
+                   help="value of a symbolic ONNX dimension, e.g. --dim batch=8 "
+                        "(repeatable; others default to 1)")
+
+
+_MODEL_FLAGS = (("device", "--device"), ("peak_tflops", "--peak-tflops"),
+                ("mem_bw", "--mem-bw"), ("link_bw", "--link-bw"),
+                ("launch_us", "--launch-us"), ("coarsen", "--coarsen"), ("dim", "--dim"))
+
+
+def device_from_args(args):
+    """The DeviceProfile selected by the `add_model_args` flags (h100 by default);
+    an unknown name is a JaxplaceError listing the known ones."""
+    from jaxplace.importers.devices import get_device
+
+    return get_device(args.device or "h100", peak_tflops=args.peak_tflops,
+                      mem_bw_gbs=args.mem_bw, link_bw_gbs=args.link_bw,
+                      launch_us=args.launch_us)
+
+
+def dims_from_args(args) -> dict[str, int]:
+    out = {}
+    for item in getattr(args, "dim", []) or []:
+        name, sep, val = item.partition("=")
+        try:
+            if not sep or not name:
+                raise ValueError
+            out[name] = int(val)
+            if out[name] <= 0:
+                raise ValueError
+        except ValueError:
+            raise JaxplaceError(f"expected NAME=POSITIVE_INT, got {item!r}",
+                                field="--dim") from None
+    return out
+
+
+def model_options(args) -> dict:
+    """Keyword arguments of `load_model_file` from the model flags."""
+    return {"device": device_from_args(args), "coarsen": args.coarsen,
+            "dim_values": dims_from_args(args)}
+
+
+def _is_model_file(path: str) -> bool:
+    from jaxplace.formats import MODEL_SUFFIXES
+
+    return Path(path).suffix.lower() in MODEL_SUFFIXES
+
+
+def load_input(args, *, default_k: int | None = None):
+    """(Problem, source name) from the FILE / --example arguments.
+
+    k is capped at the number of placement units (more stages than units only adds
+    empty ones), with a note on stderr. Model flags are checked for every input (an
+    unknown --device is an error even for a JSON graph) and apply to model files.
+    """
+    from jaxplace.formats import load_graph, problem_from_graph
+
+    if args.k is not None and args.k < 1:
+        raise JaxplaceError(f"must be at least 1, got {args.k}", field="-k")
+    given = [flag for dest, flag in _MODEL_FLAGS if getattr(args, dest, None)]
+    options = model_options(args) if given else {}  # validates --device and the rest
+    if args.example is not None:
+        if args.file is not None:
+            raise JaxplaceError("give a FILE or --example, not both")
+        from jaxplace.generators import example
+
+        graph = example(args.example)
+        source = f"example:{args.example}"
+    elif args.file is None:
+        raise JaxplaceError("no input: give a graph FILE or --example")
+    else:
+        source = args.file
+        if _is_model_file(source):
+            graph = load_graph(source, **(options or model_options(args)))
+        else:
+            graph = load_graph(source)
+    if given and not (args.file and _is_model_file(args.file)):
+        note(f"{', '.join(given)} only apply to model files (.onnx); ignored for {source}")
+    k = args.k
+    if k is None and "k" not in graph.meta and "maxFPGAs" not in graph.meta:
+        k = default_k
+    problem = problem_from_graph(graph, k, source=source, bandwidth=args.bandwidth,
+                                 memory=args.memory, capacity=args.capacity)
+    units = problem.graph.units.num_units
+    if problem.k > units:
+        note(f"k={problem.k} exceeds the {units} placement units of {source}; using k={units}")
+        problem = problem.replace(k=units)
+    return problem, source
+
+
+# -- outputs --------------------------------------------------------------------------
+
+def add_output_arg(p: argparse.ArgumentParser, help: str) -> None:
+    p.add_argument("-o", "--output", default=None, metavar="PATH",
+                   help=help + " (written atomically: replaced only when complete)")
+
+
+def add_quiet_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-q", "--quiet", action="store_true",
+                   help="no progress bar (bars appear only when stderr is a terminal)")
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # one of them does not exist
+        return False
+
+
+def _can_create_in(folder: Path) -> bool:
+    """Whether a file can be created in `folder`: tried, as the atomic write will
+    (permission bits alone say yes to root on read-only or virtual file systems)."""
+    import tempfile
+
+    if not os.access(folder, os.W_OK | os.X_OK):
+        return False
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".jaxplace-probe.", dir=folder)
+    except OSError:
+        return False
+    os.close(fd)
+    os.unlink(tmp)
+    return True
+
+
+def check_output(path: str | None, *, inputs=(), replace: bool = True,
+                 make_parents: bool = False, field: str = "--output") -> None:
+    """Refuse an output path before any work: its folder must exist (or, with
+    `make_parents`, the nearest existing ancestor) and be writable; it must not be a
+    directory nor one of `inputs`; an existing file is refused unless `replace`.
+    Errors are JaxplaceErrors naming the path (one line, exit 2)."""
+    if path is None or path == "-":
+        return
+    p = Path(path)
+
+    def fail(message: str):
+        raise JaxplaceError(message, source=str(path), field=field)
+
+    if p.is_dir():
+        fail("is a directory, expected a file name")
+    folder = p.parent
+    if make_parents:
+        while not folder.exists() and folder != folder.parent:
+            folder = folder.parent
+    if not folder.exists():
+        fail(f"folder {str(folder)!r} does not exist")
+    if not folder.is_dir():
+        fail(f"{str(folder)!r} is not a folder")
+    if not _can_create_in(folder):
+        fail(f"folder {str(folder)!r} is not writable")
+    for inp in inputs:
+        if inp and _same_file(p, Path(inp)):
+            fail("is the input file; choose another output name")
+    if p.exists() and not replace:
+        fail("exists; pass --force to replace it, or -o to choose a name")

@@ -1,0 +1,173 @@
+"""The CLI's one path for Ctrl-C, deadlines and progress bars around long work.
+
+Long work (search, certify, benchmarks, model import) runs in a worker thread while
+the main thread waits in short joins, so the main thread stays responsive even while
+the worker sits in a long C call (XLA compilation, a HiGHS solve) that would delay
+Python's signal handler.
+
+- First Ctrl-C: set `Runner.cancel` (a search stops after its current compiled
+  chunk), wait at most `grace` seconds for the worker to return; if it does not,
+  `call` raises `Stopped` carrying the last progress report (with the best priority
+  vector so far), which the command decodes, prints and writes before exiting 130.
+- Second Ctrl-C: KeyboardInterrupt in the main thread; the CLI exits 130 at once.
+  Outputs are written atomically (temp file + rename), so none is half-written.
+- A first Ctrl-C between calls (while the command prints or writes) only sets
+  `interrupted`: the command finishes its short work, skips further long work and
+  exits 130.
+- Deadline (`call(..., deadline=s)`): the same as a first Ctrl-C at `s` seconds, but
+  only gives up on the worker when a solution exists; the command exits 0.
+
+Ctrl-C outside a Runner block raises KeyboardInterrupt as usual (exit 130).
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+WORKER_NAME = "jaxplace-worker"
+
+
+def worker_alive() -> bool:
+    """A worker thread is still running (it ignored a cancel request)."""
+    return any(t.name == WORKER_NAME and t.is_alive() for t in threading.enumerate())
+
+
+class Stopped(Exception):  # noqa: N818 (a control-flow signal, not an error)
+    """The worker did not return within the grace period after Ctrl-C or a deadline.
+
+    Attributes:
+        latest: the last progress report (`jaxplace.search.Progress`) or None.
+        interrupted: True for Ctrl-C, False for a deadline.
+    """
+
+    def __init__(self, latest: Any, interrupted: bool):
+        super().__init__("interrupted" if interrupted else "time limit")
+        self.latest = latest
+        self.interrupted = interrupted
+
+
+class Runner:
+    """Runs callables in a worker thread under one SIGINT handler; a context manager
+    (the handler is installed on enter, in the main thread only).
+
+    Attributes:
+        cancel: set on the first Ctrl-C or at a deadline; pass it to the search's
+            `StopRule(cancel=...)`.
+        interrupted: a Ctrl-C arrived (the command should exit 130).
+        latest: the last progress report given to `observe`.
+    """
+
+    def __init__(self, *, quiet: bool = False, grace: float = 1.5):
+        self.quiet = quiet
+        self.grace = grace
+        self.cancel = threading.Event()
+        self.latest = None
+        self._signal_at: float | None = None
+        self._previous = None
+
+    @property
+    def interrupted(self) -> bool:
+        return self._signal_at is not None
+
+    def __enter__(self) -> Runner:
+        if (threading.current_thread() is threading.main_thread()
+                and signal.getsignal(signal.SIGINT) is not signal.SIG_IGN):  # nohup, `&`
+            self._previous = signal.signal(signal.SIGINT, self._on_sigint)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)
+            self._previous = None
+
+    def _on_sigint(self, signum, frame) -> None:
+        if self.interrupted:
+            raise KeyboardInterrupt
+        self._signal_at = time.monotonic()
+        self.cancel.set()
+
+    def observe(self, progress) -> None:
+        """The search's observer: keep the latest report (called from the worker)."""
+        self.latest = progress
+
+    def call(self, fn: Callable[[], Any], *, desc: str = "", deadline: float | None = None,
+             lower_bound: float | None = None) -> Any:
+        """fn() in a worker thread; its value, or its exception re-raised here.
+
+        Raises:
+            Stopped: after Ctrl-C (or `deadline` seconds, once a solution exists) the
+                worker did not return within `grace` seconds.
+        """
+        box: dict[str, Any] = {}
+
+        def work():
+            try:
+                box["value"] = fn()
+            except BaseException as exc:  # re-raised in the main thread
+                box["error"] = exc
+
+        worker = threading.Thread(target=work, name=WORKER_NAME, daemon=True)
+        start = time.monotonic()
+        deadline_at = None
+        with _Bar(desc, self.quiet, lower_bound) as bar:
+            worker.start()
+            while worker.is_alive():
+                worker.join(0.1)
+                bar.show(self.latest)
+                now = time.monotonic()
+                if deadline is not None and deadline_at is None and now - start > deadline:
+                    deadline_at = now
+                    self.cancel.set()
+                if self._overdue(now, deadline_at) and worker.is_alive():
+                    raise Stopped(self.latest, self.interrupted)
+        if "error" in box:
+            raise box["error"]
+        return box.get("value")
+
+    def _overdue(self, now: float, deadline_at: float | None) -> bool:
+        if self._signal_at is not None:
+            return now - self._signal_at > self.grace
+        has_solution = getattr(self.latest, "best_x", None) is not None
+        return deadline_at is not None and has_solution and now - deadline_at > self.grace
+
+
+class _Bar:
+    """A tqdm bar on stderr fed from progress reports (only on a terminal)."""
+
+    def __init__(self, desc: str, quiet: bool, lower_bound: float | None):
+        self.desc, self.quiet, self.lower_bound = desc, quiet, lower_bound
+        self.bar = None
+        self.last = None
+
+    def __enter__(self) -> _Bar:
+        import sys
+
+        if not self.quiet and self.desc and sys.stderr.isatty():
+            from jaxplace.progress import bar
+
+            self.bar = bar(None, self.desc, enabled=True)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+    def show(self, p) -> None:
+        if self.bar is None or p is None or p is self.last:
+            return
+        self.last = p
+        self.bar.n = int(getattr(p, "evaluations", 0))
+        post = {"best": f"{p.best_cost:.6g}"}
+        lb = self.lower_bound
+        if lb:
+            post["bound"] = f"{lb:.6g}"
+            post["ratio"] = f"{p.best_cost / lb:.4f}"
+        phase = getattr(p, "phase", None)
+        if phase:
+            self.bar.set_description_str(f"{self.desc} {phase}", refresh=False)
+        self.bar.set_postfix(post, refresh=False)
+        self.bar.refresh()
