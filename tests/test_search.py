@@ -463,3 +463,13 @@ def test_time_limit_shortens_chunks_without_recompiling():
                    progress=False)
     assert r.interrupted and counts["_loop_chunk"] == 0, counts
     assert r.wall_time < 1.5 * 1.25 + 0.5, r.wall_time  # generous: CI machines are noisy
+
+
+def test_observer_reports_the_best_of_all_phases():
+    p = jp.Problem(small_graph(4, n=40), 8)
+    seen = []
+    r = search(p, budget=3000, progress=False, observer=seen.append)
+    costs = [e.best_cost for e in seen]
+    assert seen[0].phase == "dfs" and {"brkga", "local"} & {e.phase for e in seen}
+    assert all(b <= a for a, b in zip(costs, costs[1:], strict=False))
+    assert r.cost <= costs[-1] * (1 + RTOL)

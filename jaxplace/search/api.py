@@ -52,6 +52,8 @@ def search(problem: Problem, method: str | None = None, *, budget: int | None = 
     stop = _stop_rule(problem, stop, time_limit, target_ratio)
     if seeds is not None:
         seeds = np.asarray(seeds, np.float32).reshape(-1, problem.n)
+    if observer is not None:
+        observer = BestSoFar(observer)
     req = SearchRequest(problem, int(seed), budget or m.budget_for(problem), stop,
                         observer, progress, seeds, population_size, dict(options), start)
     first = _first_solution(req) if observer is not None else None
@@ -63,6 +65,24 @@ def search(problem: Problem, method: str | None = None, *, budget: int | None = 
                                      interrupted=result.interrupted,
                                      info={**result.info, "first_solution": "dfs"})
     return result
+
+
+class BestSoFar:
+    """An observer wrapper: every `Progress` carries the best incumbent of the whole
+    search (phases such as BRKGA then local search, or the first DFS solution, each
+    track only their own best)."""
+
+    def __init__(self, observer: Callable[[Progress], None]):
+        self.observer = observer
+        self.best: Progress | None = None
+
+    def __call__(self, ev: Progress) -> None:
+        if self.best is not None and not ev.best_cost < self.best.best_cost:
+            ev = dataclasses.replace(ev, best_cost=self.best.best_cost,
+                                     best_x=self.best.best_x)
+        else:
+            self.best = ev
+        self.observer(ev)
 
 
 #: Largest graph whose DFS first solution is decoded before the search starts (the
