@@ -21,7 +21,7 @@ import numpy as np
 
 from jaxplace.problem import Problem
 
-KINDS = ("closed-form", "lp", "mip")
+KINDS = ("closed-form", "dp", "lp", "mip")
 SKIPPED_CPU = "skipped: CPU blocks not modelled"
 
 
@@ -117,7 +117,7 @@ class BoundMethod(Protocol):
 
     @property
     def kind(self) -> str:
-        """One of KINDS: "closed-form", "lp" or "mip"."""
+        """One of KINDS: "closed-form", "dp", "lp" or "mip"."""
         ...
 
     def run(self, problem: Problem, context: BoundContext) -> MethodResult: ...

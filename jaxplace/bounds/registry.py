@@ -17,11 +17,13 @@ from jaxplace.bounds.exact import ExactBound
 from jaxplace.bounds.guess import GuessBound
 from jaxplace.bounds.simple import SimpleBound
 from jaxplace.errors import JaxplaceError
+from jaxplace.exact.bound import IdealsBound
 
 #: name -> method, in ladder order (cheap first: the closed form, the LP relaxations,
 #: then the MIPs; the exact MIP last, so it starts from the best bound proven before it)
 BOUNDS: Mapping[str, BoundMethod] = MappingProxyType({m.name: m for m in (
     SimpleBound("simple"),
+    IdealsBound("ideals"),  # exact DP over ideals: OPT over contiguous splits, CPUs too
     BottleneckBound("bottleneck-lp", "full", relax=True),
     BottleneckBound("bottleneck-no-dag-lp", "no-dag", relax=True),
     BottleneckBound("bottleneck-no-io-lp", "no-io", relax=True),
@@ -35,6 +37,15 @@ BOUNDS: Mapping[str, BoundMethod] = MappingProxyType({m.name: m for m in (
 )})
 
 METHODS = tuple(BOUNDS)  # in ladder order
+
+
+def default_methods(problem, mips: tuple[str, ...] = ("bottleneck", "exact")) -> tuple:
+    """The ladder worth running on `problem`: with CPU blocks or CPU-only ops the MIPs
+    model nothing (they are skipped), so the DP over ideals (exact on DNN-like graphs;
+    skipped after counting when the ideals exceed its limit) instead; otherwise the
+    simple bound and `mips` (random DAGs have far too many ideals)."""
+    hetero = problem.cpus > 0 or not bool(problem.supported.all())
+    return ("simple", "ideals") if hetero else ("simple", *mips)
 MIP_METHODS = tuple(name for name, m in BOUNDS.items() if m.kind == "mip")
 DEFAULT_METHODS = ("simple", "bottleneck", "bottleneck-guess", "exact")
 

@@ -30,8 +30,9 @@ def add_arguments(p) -> None:
     p.add_argument("--partition", metavar="RESULT.json", default=None,
                    help="a result JSON whose partition to certify (default: the best of "
                    "random priority vectors)")
-    p.add_argument("--methods", default=",".join(DEFAULT_METHODS),
-                   help="comma-separated methods (default: %(default)s)")
+    p.add_argument("--methods", default=None,
+                   help=f"comma-separated methods (default: {','.join(DEFAULT_METHODS)}; "
+                   "simple,ideals for problems with CPU blocks)")
     p.add_argument("--time-limit", type=seconds, default=60.0,
                    help="seconds per method (default: %(default)s)")
     p.add_argument("--threads", type=positive_int, default=1,
@@ -73,6 +74,11 @@ def run(args) -> int:
 
     check_output(args.output, inputs=[args.file, args.partition])
     problem, source = load_input(args)
+    if args.methods is None:
+        from jaxplace.bounds import DEFAULT_METHODS
+        from jaxplace.bounds.registry import default_methods
+
+        args.methods = ",".join(default_methods(problem, DEFAULT_METHODS[1:]))
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
     if not methods:
         raise JaxplaceError("no methods given", field="--methods")

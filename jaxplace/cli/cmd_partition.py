@@ -52,8 +52,9 @@ def add_arguments(p) -> None:
     add_output_arg(p, "write the result JSON here")
     p.add_argument("--certify", action="store_true",
                    help="also prove a lower bound with HiGHS and print the ladder")
-    p.add_argument("--bounds", default="simple,bottleneck,exact", type=_methods,
-                   help="lower-bound methods for --certify (comma-separated)")
+    p.add_argument("--bounds", default=None, type=_methods,
+                   help="lower-bound methods for --certify (comma-separated; default: "
+                   "simple,bottleneck,exact, or simple,ideals with CPU blocks)")
     p.add_argument("--certify-time", type=seconds, default=60.0,
                    help="seconds per lower-bound method for --certify")
     p.add_argument("--threads", type=positive_int, default=1, help="HiGHS threads")
@@ -116,12 +117,14 @@ def _run_search(problem, args, runner) -> Found | None:
 
 def _certify(problem, assignment, args, runner):
     """The Certificate of --certify, or None when interrupted before it finished."""
+    from jaxplace.bounds.registry import default_methods
     from jaxplace.cli.cmd_certify import certify_and_print
     from jaxplace.cli.runner import Stopped
 
     try:
         return runner.call(lambda: certify_and_print(
-            problem, assignment, methods=args.bounds, time_limit=args.certify_time,
+            problem, assignment, methods=args.bounds or default_methods(problem),
+            time_limit=args.certify_time,
             threads=args.threads, mip_rel_gap=1e-6, seed=args.seed, quiet=args.quiet))
     except Stopped:
         return None

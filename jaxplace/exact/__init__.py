@@ -1,0 +1,16 @@
+"""Exact splits of whole workloads: the DP over ideals of Tarnawski et al. (NeurIPS 2020).
+
+    from jaxplace.exact import solve_ideals
+    res = solve_ideals(problem)            # pruned by the default search's cost
+    res.cost, res.assignment, res.status   # the optimum over contiguous splits
+
+As a certificate method: `jp.certify(problem, methods=("ideals",))`.
+"""
+
+from jaxplace.exact.atoms import Atoms, build_atoms
+from jaxplace.exact.bound import IdealsBound
+from jaxplace.exact.dp import IdealsResult, solve_ideals
+from jaxplace.exact.lattice import DEFAULT_MAX_IDEALS, count_ideals, enumerate_ideals
+
+__all__ = ["DEFAULT_MAX_IDEALS", "Atoms", "IdealsBound", "IdealsResult", "build_atoms",
+           "count_ideals", "enumerate_ideals", "solve_ideals"]

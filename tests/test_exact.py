@@ -1,0 +1,162 @@
+"""The DP over ideals (jaxplace.exact): brute force on tiny graphs, the published optima
+of the NeurIPS 2020 workloads, the ideal limit, and the `ideals` certificate method."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from brute import brute_force_optimum
+from conftest import NEURIPS, NEURIPS_SKIP
+from hypothesis import given
+from hypothesis import strategies as st
+from strategies import same_cost, tiny_hetero_problems, tiny_problems
+
+import jaxplace as jp
+from jaxplace.bounds.base import BoundContext
+from jaxplace.exact import IdealsBound, build_atoms, count_ideals, solve_ideals
+
+
+def _check(problem, res, expected):
+    """res is optimal with cost `expected`, and its split costs that."""
+    assert same_cost(res.cost, expected), (res.cost, expected)
+    if math.isfinite(expected):
+        assert res.status == "optimal"
+        # rtol: the DP's piece costs are differences of float64 prefix sums
+        cost = jp.evaluate_partition(problem, res.assignment).bottleneck
+        assert cost == pytest.approx(expected, rel=1e-9, abs=1e-9)
+    else:
+        assert res.status == "infeasible" and res.assignment is None
+
+
+@given(tiny_problems(max_nodes=6, max_k=3, multi_tensor=True))
+def test_equals_brute_force_plain(problem):
+    _check(problem, solve_ideals(problem, search=False), brute_force_optimum(problem))
+
+
+@given(tiny_hetero_problems(max_nodes=5))
+def test_equals_brute_force_cpus(problem):
+    _check(problem, solve_ideals(problem, search=False), brute_force_optimum(problem))
+
+
+@given(tiny_hetero_problems(max_nodes=5, training=True))
+def test_equals_brute_force_training(problem):
+    _check(problem, solve_ideals(problem, search=False), brute_force_optimum(problem))
+
+
+def _zero_some(problem, mask):
+    """The problem with work, CPU latency and parameters of the masked nodes zeroed, so
+    that the exact merge of cost-free units has something to merge."""
+    g = problem.graph
+    keep = ~np.asarray(mask[:g.num_nodes] + [False] * (g.num_nodes - len(mask)))
+    attrs = dict(g.node_attrs)
+    attrs["cpu_latency"] = problem.cpu_latency * keep
+    g2 = jp.CompGraph(g.work * keep, g.edges, g.size_param * keep, g.size_out,
+                      node_attrs=attrs)
+    return problem.replace(graph=g2)
+
+
+@given(tiny_hetero_problems(max_nodes=5, training=True),
+       st.lists(st.booleans(), min_size=5, max_size=5))
+def test_merging_cost_free_units_is_exact(problem, mask):
+    problem = _zero_some(problem, mask)
+    merged = solve_ideals(problem, search=False)
+    plain = solve_ideals(problem, search=False, merge=False)
+    assert build_atoms(problem).num_atoms <= problem.graph.units.num_units
+    assert same_cost(merged.cost, plain.cost)
+    _check(problem, merged, brute_force_optimum(problem))
+
+
+@given(tiny_hetero_problems(max_nodes=5, training=True))
+def test_upper_bound_prunes_but_keeps_the_optimum(problem):
+    opt = brute_force_optimum(problem)
+    if not math.isfinite(opt):
+        return
+    _check(problem, solve_ideals(problem, opt), opt)  # a tight bound still finds it
+    if opt > 0:
+        below = solve_ideals(problem, opt * 0.99)
+        assert below.status == "above upper bound" and math.isinf(below.cost)
+
+
+def _antichain(n):
+    """n independent nodes: 2^n ideals."""
+    return jp.Problem(jp.CompGraph(np.ones(n)), 2)
+
+
+def test_ideal_limit_error_gives_the_count():
+    problem = _antichain(20)
+    with pytest.raises(jp.JaxplaceError, match=r"more than 1,000 ideals: [\d,]+ counted "
+                       r"up to size \d+ of 20 atoms") as info:
+        solve_ideals(problem, 1.0, max_ideals=1000)
+    assert info.value.field == "max_ideals"
+    assert count_ideals(build_atoms(_antichain(10))) == 1024  # a limit the user raised
+    r = IdealsBound(max_ideals=1000).run(problem, BoundContext(upper_bound=10.0))
+    assert r.bound == 0.0 and r.status.startswith("skipped: more than 1,000 ideals")
+
+
+def test_time_limit_is_unfinished_with_a_valid_bound():
+    problem = _antichain(10)
+    res = solve_ideals(problem, search=False, time_limit=0.0)
+    assert res.status == "time limit" and not res.finished and res.assignment is None
+    r = IdealsBound().run(problem, BoundContext(time_limit=0.0))
+    assert r.bound == 0.0 and r.status.startswith("Time limit")
+
+
+def test_certify_with_ideals_proves_the_optimum():
+    problem = _antichain(6).replace(k=3)  # 6 unit jobs on 3 blocks: OPT 2
+    cert = jp.certify(problem, methods=("ideals",))
+    assert cert.optimal and cert.lower_bound == pytest.approx(2.0, rel=1e-12)
+    assert cert.result("ideals").status == "Optimal"
+
+
+# -- the NeurIPS 2020 workloads: Table 1 optima (rounded to 2 decimals) -----------------
+
+WORKLOADS = {  # file -> published optimum; the first ones take under a second each
+    "LayerGraphs/bert24_inference": 17.79,
+    "LayerGraphs/resnet50_inference": 33.77,
+    "LayerGraphs/resnet50_training": 78.63,
+    "OperatorGraphs/resnet50_inference": 124.35,
+    "OperatorGraphs/bert_l-3_inference": 27.92,
+}
+HEAVY = {
+    "OperatorGraphs/bert_l-6_inference": 29.58,
+    "OperatorGraphs/bert_l-12_inference": 147.48,
+    "LayerGraphs/gnmt_inference": 32.91,
+    "LayerGraphs/inceptionv3_inference": 51.55,
+}
+
+
+def _published(name, optimum):
+    path = NEURIPS / "throughput" / f"{name}.json"
+    if not path.exists():
+        pytest.skip(NEURIPS_SKIP)
+    problem = jp.load_problem(path)
+    # pruned by the published value plus its rounding (the default search is slower)
+    res = solve_ideals(problem, optimum + 0.005, time_limit=600)
+    assert res.status == "optimal"
+    assert round(res.cost, 2) == pytest.approx(optimum, abs=1e-9)
+    cost = jp.evaluate_partition(problem, res.assignment).bottleneck
+    assert cost == pytest.approx(res.cost, rel=1e-12)
+    return problem, res
+
+
+@pytest.mark.parametrize("name", list(WORKLOADS))
+def test_published_optimum(name):
+    _published(name, WORKLOADS[name])
+
+
+@pytest.mark.heavy
+@pytest.mark.parametrize("name", list(HEAVY))
+def test_published_optimum_heavy(name):
+    _published(name, HEAVY[name])
+
+
+def test_certificate_on_a_cpu_workload():
+    path = NEURIPS / "throughput" / "OperatorGraphs" / "bert_l-3_inference.json"
+    if not path.exists():
+        pytest.skip(NEURIPS_SKIP)
+    problem = jp.load_problem(path)
+    cert = jp.certify(problem, methods=("ideals",), samples=2)
+    assert cert.optimal and round(cert.lower_bound, 2) == pytest.approx(27.92, abs=1e-9)
+    assert cert.lower_bound == pytest.approx(cert.upper_bound, rel=1e-12)
