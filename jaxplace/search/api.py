@@ -54,8 +54,10 @@ def search(problem: Problem, method: str | None = None, *, budget: int | None = 
         seeds = np.asarray(seeds, np.float32).reshape(-1, problem.n)
     if observer is not None:
         observer = BestSoFar(observer)
+    windowed = options.pop("windowed", True)
     req = SearchRequest(problem, int(seed), budget or m.budget_for(problem), stop,
-                        observer, progress, seeds, population_size, dict(options), start)
+                        observer, progress, seeds, population_size, dict(options), start,
+                        windowed)
     first = _first_solution(req) if observer is not None else None
     result = m.run(req)
     if first is not None and first.cost < result.cost:
@@ -85,20 +87,13 @@ class BestSoFar:
         self.observer(ev)
 
 
-#: Largest graph whose DFS first solution is decoded before the search starts (the
-#: NumPy reference DP is O(n^2 k): about 0.2 s at n = 2000 on one core).
-FIRST_SOLUTION_MAX_NODES = 4000
-
-
 def _first_solution(req: SearchRequest) -> Result | None:
     """The DFS linearization, sliced once by the float64 reference, reported to the
     observer before anything compiles, so that a user (or Ctrl-C) has a partition
     within a second even when the first compiled chunk takes long."""
-    if req.problem.n > FIRST_SOLUTION_MAX_NODES:
+    res = req.first_solution
+    if res is None:
         return None
-    from jaxplace.search.methods import dfs_search
-
-    res = dfs_search(req)
     req.observer(Progress(1, res.cost, res.priorities, time.perf_counter() - req.start,
                           "dfs"))
     return res

@@ -78,7 +78,8 @@ def default_search(req: SearchRequest):
     with bar(budget, "default", enabled=req.progress) as pb:
         brkga_req = replace(req, budget=gens * P, progress=False, population_size=P,
                             options={})
-        brkga_req.__dict__["device"] = req.device  # share the padded graph
+        for name in ("device", "first_solution", "window"):  # computed once
+            brkga_req.__dict__[name] = getattr(req, name)
         out1 = evolve(brkga_req, "BRKGA", seeds=s if opt.get("seed_brkga", SEED_BRKGA)
                       else None, patience=opt.get("brkga_patience", BRKGA_PATIENCE),
                       phase="brkga", pbar=pb)
@@ -95,6 +96,7 @@ def default_search(req: SearchRequest):
                                 moves=opt.get("moves", 3), focus=focus,
                                 patience=opt.get("patience", PATIENCE), chunk=LOCAL_CHUNK,
                                 seed=req.seed + 1 + i, device=req.device,
+                                window=req.window,
                                 run=req.run("local", pbar=pb, evaluations0=evals))
             evals += out2.evaluations
             history = history.concat(out2.history)

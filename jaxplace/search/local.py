@@ -38,12 +38,13 @@ def bottleneck_pool(problem: Problem, x, width: int):
 def shift_search(problem: Problem, x0, *, steps: int, batch: int = 64, moves: int = 3,
                  focus: float = 0.0, seed: int = 0, run: Run | None = None,
                  patience: int | None = None, chunk: int | None = None,
-                 device=None) -> LoopOutcome:
+                 device=None, window: int | None = None) -> LoopOutcome:
     """Batched local search on the order from priorities x0 (see `ShiftSearch`).
 
     With `focus` > 0 that share of the moves stays within the incumbent's bottleneck
     block and its neighbours, recomputed on the host between chunks. `device`:
-    (Spec, DeviceGraph) of the problem when already built.
+    (Spec, DeviceGraph) of the problem when already built; `window`: see
+    `DecodeFitness`.
     """
     if device is None:
         from jaxplace.decoder.layout import device_graph
@@ -62,7 +63,7 @@ def shift_search(problem: Problem, x0, *, steps: int, batch: int = 64, moves: in
             return data.replace(pool=bottleneck_pool(problem, np.asarray(carry[0]),
                                                      spec.width))
 
-    return run_program(ShiftSearch(spec, batch, moves, focus), data, jax.random.key(seed),
+    return run_program(ShiftSearch(spec, batch, moves, focus, window), data, jax.random.key(seed),
                        X0, steps, run or Run(phase="local"), patience=patience,
                        update=update, chunk=chunk)
 

@@ -39,7 +39,8 @@ def evolve(req: SearchRequest, name: str, *, budget: int | None = None,
     spec = req.spec
     P = population or req.population_size or DEFAULT_POPULATION
     options = tuple(sorted(req.options.items()))
-    program = EvosaxProgram(name, P, spec.width, fitness or DecodeFitness(spec), options)
+    fitness = fitness or DecodeFitness(spec, req.window)
+    program = EvosaxProgram(name, P, spec.width, fitness, options)
     if data is None:
         data = SearchData(g=req.graph)
     data = data.replace(params=program.algo.default_params)
@@ -70,7 +71,7 @@ def random_search(req: SearchRequest):
     batch = -(-budget // -(-budget // 512))  # <= 512 per step, the budget in equal steps
     k_init, k_run = jax.random.split(req.key)
     X0 = initial_population(k_init, batch, spec.width, None)
-    out = run_program(RandomProgram(spec.width, batch, DecodeFitness(spec)),
+    out = run_program(RandomProgram(spec.width, batch, DecodeFitness(spec, req.window)),
                       SearchData(g=req.graph), k_run, X0, (budget - batch) // batch,
                       req.run("random"))
     return finish(req, "random", out.best_x, out.evaluations, out.history, out.interrupted)

@@ -100,7 +100,7 @@ def policy_search(req: SearchRequest, coupled: bool):
 
     mode = np.asarray(greedy_priorities(dist), np.float32)
     spec, budget = req.spec, req.budget
-    fitness = DecodeFitness(spec)
+    fitness = DecodeFitness(spec, req.window)
     k_init, k_run = jax.random.split(req.key)
     if coupled:
         label = "policy+brkga"

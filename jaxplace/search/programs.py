@@ -87,12 +87,18 @@ class Fitness(Protocol):
 
 @dataclass(frozen=True)
 class DecodeFitness:
-    """The bottleneck cost of SliceGraph(Kahn(x)): the real objective."""
+    """The bottleneck cost of SliceGraph(Kahn(x)): the real objective.
+
+    `window` (static): blocks of at most that many units (`jaxplace.decoder.window`):
+    exact for every candidate whose cost is below the window's block bound, an
+    achievable over-estimate for the others, which a search discards anyway.
+    """
 
     spec: Spec
+    window: int | None = None
 
     def __call__(self, data: SearchData, X: jnp.ndarray) -> jnp.ndarray:
-        return score(self.spec, data.g, X)
+        return score(self.spec, data.g, X, window=self.window)
 
 
 @dataclass(frozen=True)
@@ -292,6 +298,7 @@ class ShiftSearch:
     batch: int
     moves: int = 3
     focus: float = 0.0
+    window: int | None = None
 
     @property
     def evaluations_per_step(self) -> int:
@@ -346,7 +353,7 @@ class ShiftSearch:
         x, fx = carry
         X = self.neighbours(data, x, key)
         X = X.at[0].set(jnp.where(jnp.isinf(fx), x, X[0]))  # first step: evaluate x
-        f = score(self.spec, data.g, X)
+        f = score(self.spec, data.g, X, window=self.window)
         i = jnp.argmin(f)
         take = f[i] <= fx
         x = jnp.where(take, self.canonical(data, X[i]), x)
