@@ -27,6 +27,7 @@ COMMANDS = {
     "import": "jaxplace.cli.cmd_import",
     "bench": "jaxplace.cli.cmd_bench",
     "train": "jaxplace.cli.cmd_train",
+    "export": "jaxplace.cli.cmd_export",
 }
 
 EXIT_BAD_INPUT = 2

@@ -36,6 +36,12 @@ def load_graph(path: str | os.PathLike, **import_options) -> CompGraph:
         return read_neurips(data, source)
     if is_nodelink(data):
         return read_nodelink(data, source)
+    from jaxplace.llm.config import is_hf_config  # light: no JAX
+
+    if is_hf_config(data):  # a Hugging Face-style decoder config.json
+        from jaxplace.llm.graph import graph_from_config
+
+        return graph_from_config(data, source, **import_options)
     raise JaxplaceError("unrecognized format: expected networkx node-link JSON (nodes, "
                         "edges) or NeurIPS 2020 JSON (maxFPGAs, nodes, edges)", source=source)
 
