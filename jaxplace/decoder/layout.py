@@ -208,6 +208,37 @@ def problem_spec(problem: Problem, structure: dict | None = None) -> Spec:
     return Spec(N, T, D, S, K, use_param, C, NX, use_bad)
 
 
+def coarse(x: int, steps: int = 2, minimum: int = 16) -> int:
+    """Smallest size >= x of the form m * 2**e with `steps` sizes per doubling (2:
+    16, 24, 32, 48, 64, 96, ...)."""
+    x = max(int(x), minimum)
+    e = max(x - 1, 1).bit_length() - 1  # 2**e < x <= 2**(e+1)
+    step = max((1 << e) // steps, 1)
+    return -(-x // step) * step
+
+
+def search_spec(problem: Problem, structure: dict | None = None,
+                steps: int = 2) -> Spec:
+    """A coarser Spec than `problem_spec`, for compiled search programs: a program
+    compiled for it serves every graph of its class (far fewer compiles over a stream
+    of graphs, at up to 1/steps of padding). Units in `steps` buckets per doubling,
+    tensors at least as many as units, degree widths at least DEGREE_FLOOR and powers
+    of two, k rounded up to a power of two (the DP reads the real k from the data, so
+    the extra table rows are never used)."""
+    exact = problem_spec(problem, structure)
+    N = coarse(exact.N, steps)
+    NX = coarse(exact.NX, steps) if exact.NX else 0
+    return Spec(N, max(coarse(exact.T, steps), N), max(pow2(exact.D), DEGREE_FLOOR),
+                max(pow2(exact.S), DEGREE_FLOOR), min(pow2(exact.K), N), exact.use_param,
+                min(pow2(exact.C), N) if exact.C else 0, max(NX, N) if NX else 0,
+                exact.use_bad)
+
+
+#: Smallest padded degree width of `search_spec` (wider slots cost little next to
+#: the DP, and most DNN-like and REGAL graphs then share one width).
+DEGREE_FLOOR = 16
+
+
 def _padded_csr(ptr: np.ndarray, idx: np.ndarray, rows: int, width: int,
                 fill: int) -> np.ndarray:
     out = np.full((rows, width), fill, dtype=np.int32)
@@ -299,5 +330,6 @@ def stack_graphs(problems, dtype=jnp.float32, spec: Spec | None = None
     return spec, _to_device({k: np.stack([h[k] for h in hs]) for k in hs[0]}, dtype)
 
 
-__all__ = ["DeviceGraph", "Spec", "bucket", "deg_bucket", "device_graph", "graph_structure",
-           "host_graph", "pow2", "problem_spec", "stack_graphs"]
+__all__ = ["DeviceGraph", "Spec", "bucket", "coarse", "deg_bucket", "device_graph",
+           "graph_structure", "host_graph", "pow2", "problem_spec", "search_spec",
+           "stack_graphs"]

@@ -20,6 +20,9 @@ from jaxplace.search.stop import Progress, StopRule
 #: Largest graph whose DFS first solution is decoded before the search starts (the
 #: NumPy reference DP is O(n^2 k): about 0.2 s at n = 2000, 1.5 s at 5000).
 FIRST_SOLUTION_MAX_NODES = 8000
+#: Size classes per doubling of the search's padded shapes (0: the decoder's own
+#: buckets, 8 per doubling); see `jaxplace.decoder.layout.search_spec`.
+SPEC_STEPS = 2
 
 
 @dataclass
@@ -63,10 +66,14 @@ class SearchRequest:
 
     @cached_property
     def device(self):
-        """(Spec, DeviceGraph) of the problem, built once per search."""
-        from jaxplace.decoder.layout import device_graph
+        """(Spec, DeviceGraph) of the problem, built once per search, padded to the
+        coarse `search_spec` (one compiled program serves a whole class of graphs)
+        unless `SPEC_STEPS` is 0."""
+        from jaxplace.decoder.layout import device_graph, graph_structure, search_spec
 
-        return device_graph(self.problem)
+        st = graph_structure(self.problem.graph)
+        spec = search_spec(self.problem, st, SPEC_STEPS) if SPEC_STEPS else None
+        return device_graph(self.problem, spec, structure=st)
 
     @cached_property
     def first_solution(self) -> Result | None:
