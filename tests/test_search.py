@@ -475,3 +475,26 @@ def test_observer_reports_the_best_of_all_phases():
     assert seen[0].phase == "dfs" and {"brkga", "local"} & {e.phase for e in seen}
     assert all(b <= a for a, b in zip(costs, costs[1:], strict=False))
     assert r.cost <= costs[-1] * (1 + RTOL)
+
+
+# -- policy-driven methods (the shipped checkpoint) --------------------------------------
+
+
+@pytest.mark.parametrize("method", ["policy", "policy+brkga"])
+def test_policy_methods_return_consistent_results(method):
+    p = jp.Problem(small_graph(1), 3)
+    r = search(p, method, budget=200, population_size=20, seed=0, progress=False)
+    assert r.method == method and r.evaluations == 200
+    cost = jp.evaluate_partition(p, r.partition.assignment)
+    assert cost.feasible and same_cost(r.cost, cost.bottleneck)
+    assert np.isclose(jp.reference.decode_reference(p, r.priorities).cost, r.cost,
+                      rtol=RTOL)
+    # the first candidate is the policy's mode: one evaluation gives exactly it
+    one = search(p, method if method == "policy" else "policy", budget=1, progress=False)
+    assert one.evaluations == 1 and r.cost <= one.cost * (1 + RTOL)
+
+
+def test_policy_method_reports_a_bad_checkpoint(tmp_path):
+    p = jp.Problem(small_graph(1), 3)
+    with pytest.raises(jp.JaxplaceError, match="missing|not found|no such"):
+        search(p, "policy", budget=10, policy=str(tmp_path / "nope"), progress=False)

@@ -107,7 +107,7 @@ def policy_search(req: SearchRequest, coupled: bool):
         P = req.population_size or DEFAULT_POPULATION
         program = PolicyBRKGAProgram("BRKGA", P, spec.width, fitness,
                                      tuple(sorted(opts.items())))
-        X0 = np.asarray(_sample(dist, k_init, P), np.float32)
+        X0 = np.array(_sample(dist, k_init, P), np.float32)
         X0[0] = mode
         if req.seeds is not None:
             X0[1:1 + len(req.seeds), :req.problem.n] = req.seeds[:P - 1]

@@ -1,0 +1,180 @@
+"""`jaxplace bench policy`: the learned policy against random search, BRKGA and the default.
+
+On held-out generated problems (REGAL-like and DNN-like graphs, n 50-300, k in
+{4, 8, 16}; seed stream `BENCH_STREAM`, disjoint from the training pool and the
+validation set of `jaxplace.policy.data`), prints per k the geometric-mean ratio of
+the best cost to the simple lower bound (lower is better), the decoder evaluations,
+and the median wall time per run of:
+
+- policy-greedy: the policy's mode (1 evaluation);
+- policy-best100: the mode plus 99 samples, best kept (100 evaluations);
+- random-100, random-1000: `jp.search(p, "random", budget=...)`;
+- brkga-1000, brkga-10000: `jp.search(p, "brkga", budget=...)`;
+- default: `jp.search(p)`;
+- on request (`--methods`): policy+brkga-B and policy-B, the `jp.search` methods
+  "policy+brkga" and "policy" with budget B and this bench's policy.
+
+Policy wall times include featurizing the graph and the GNN forward pass; every
+wall time includes compiles for the first problem of each padded shape.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import time
+
+import numpy as np
+
+HELP = "learned policy vs random / BRKGA / default on held-out generated graphs"
+
+DEFAULT_METHODS = ("policy-greedy", "policy-best100", "random-100", "random-1000",
+                   "brkga-1000", "policy+brkga-1000", "brkga-10000", "policy+brkga-10000",
+                   "default")
+#: Seed stream of the bench problems (training uses 0, validation 1).
+BENCH_STREAM = 2
+BENCH_KS = (4, 8, 16)
+
+
+def held_out_problems(count: int = 12, seed: int = 0, ks=BENCH_KS,
+                      n_range=(50, 300), regal_fraction: float = 0.5) -> list:
+    """`count` plain problems (no memory, capacity or bandwidth change), k cycling
+    through `ks`, from seed stream BENCH_STREAM of `jaxplace.policy.data`;
+    `regal_fraction` 1.0 gives REGAL-like graphs only."""
+    from jaxplace.policy.data import DataConfig, problem_set
+
+    cfg = DataConfig(n_range=tuple(n_range), memory_fraction=0.0, capacity_fraction=0.0,
+                     bandwidth_fraction=0.0, regal_fraction=regal_fraction)
+    probs = problem_set(seed, count, cfg, BENCH_STREAM)
+    return [p.replace(k=int(ks[i % len(ks)])) for i, p in enumerate(probs)]
+
+
+def _policy_run(problem, policy, samples: int, seed: int) -> tuple[float, int, float]:
+    """(best cost, evaluations, wall s) of the mode plus samples - 1 draws."""
+    import jax
+
+    import jaxplace as jp
+    from jaxplace.policy import greedy_priorities, node_distribution, sample_priorities
+
+    t0 = time.perf_counter()
+    dist = node_distribution(policy, problem)
+    X = np.asarray(greedy_priorities(dist))[None]
+    if samples > 1:
+        S = sample_priorities(dist, jax.random.key(seed), samples - 1)
+        X = np.concatenate([X, np.asarray(S)])
+    cost = float(np.min(jp.evaluate(problem, X)))
+    return cost, len(X), time.perf_counter() - t0
+
+
+def run_method(problem, name: str, policy, seed: int) -> tuple[float, int, float]:
+    """(cost, evaluations, wall s) of one bench method on one problem."""
+    import jaxplace as jp
+
+    if name == "policy-greedy":
+        return _policy_run(problem, policy, 1, seed)
+    if m := re.fullmatch(r"policy-best(\d+)", name):
+        return _policy_run(problem, policy, int(m[1]), seed)
+    if m := re.fullmatch(r"(random|brkga)-(\d+)", name):
+        r = jp.search(problem, m[1], budget=int(m[2]), seed=seed, progress=False)
+    elif m := re.fullmatch(r"(policy\+brkga|policy)-(\d+)", name):
+        # the search methods built on the policy (wired into jp.search by the lead)
+        r = jp.search(problem, m[1], budget=int(m[2]), seed=seed, progress=False,
+                      policy=getattr(policy, "path", None))
+    else:
+        r = jp.search(problem, name, seed=seed, progress=False)
+    return float(r.cost), int(r.evaluations), float(r.wall_time)
+
+
+def _table(head, rows) -> str:
+    widths = [max(len(str(r[c])) for r in [head, *rows]) for c in range(len(head))]
+
+    def fmt(r):
+        return "| " + " | ".join(str(x).ljust(w) for x, w in zip(r, widths, strict=True)) + " |"
+
+    return "\n".join([fmt(head), "|" + "|".join("-" * (w + 2) for w in widths) + "|",
+                      *map(fmt, rows)])
+
+
+def summarize(rows: list[dict], methods) -> str:
+    """Markdown table: per method and k, geomean ratio, mean evaluations, median wall."""
+    ks = sorted({r["k"] for r in rows})
+    head = ["method", *[f"k={k}" for k in ks], "evaluations", "median wall s"]
+    out = []
+    for m in methods:
+        mine = [r for r in rows if r["method"] == m]
+        if not mine:
+            continue
+        cells = []
+        for k in ks:
+            x = [r["ratio"] for r in mine if r["k"] == k]
+            cells.append(f"{np.exp(np.mean(np.log(x))):.4f}" if x else "-")
+        out.append([m, *cells, f"{np.mean([r['evaluations'] for r in mine]):.0f}",
+                    f"{np.median([r['wall'] for r in mine]):.2f}"])
+    return _table(head, out)
+
+
+def run_policy_bench(problems, policy=None, methods=DEFAULT_METHODS, *, seed: int = 0,
+                     file=sys.stdout, verbose: bool = True) -> list[dict]:
+    """Run every method on every problem; print the summary table to `file`.
+
+    Returns one row per (problem, method): {"index", "n", "k", "method", "cost",
+    "ratio" (cost / simple lower bound), "evaluations", "wall"}.
+    """
+    import jaxplace as jp
+    from jaxplace.policy import load_policy
+
+    if policy is None or isinstance(policy, str):
+        policy = load_policy(policy)
+    rows = []
+    t_all = time.perf_counter()
+    for i, p in enumerate(problems):
+        lb = jp.simple_lower_bound(p)
+        for m in methods:
+            cost, evals, wall = run_method(p, m, policy, seed + i)
+            rows.append({"index": i, "n": p.n, "k": p.k, "method": m, "cost": cost,
+                         "ratio": cost / lb, "evaluations": evals, "wall": wall})
+        if verbose:
+            got = "  ".join(f"{r['method']} {r['ratio']:.4f}" for r in rows[-len(methods):])
+            print(f"[{i + 1}/{len(problems)}] n={p.n} k={p.k} "
+                  f"{time.perf_counter() - t_all:.0f}s: {got}", file=file, flush=True)
+    print(summarize(rows, methods), file=file, flush=True)
+    return rows
+
+
+def add_arguments(p) -> None:
+    p.add_argument("--policy", default=None, help="policy directory (default: shipped)")
+    p.add_argument("--count", type=int, default=12, help="number of held-out problems")
+    p.add_argument("--seed", type=int, default=0, help="seed of the problems and searches")
+    p.add_argument("--family", choices=("mixed", "regal"), default="mixed",
+                   help="mixed: half REGAL-like, half DNN-like graphs; regal: REGAL only")
+    p.add_argument("--methods", default=",".join(DEFAULT_METHODS),
+                   help="comma-separated methods")
+    p.add_argument("--markdown", default=None, help="also write the table to this file")
+    p.add_argument("--json", default=None, help="also write the rows to this JSON file")
+
+
+def run(args) -> int:
+    import json
+
+    methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+    problems = held_out_problems(args.count, args.seed,
+                                 regal_fraction=1.0 if args.family == "regal" else 0.5)
+    rows = run_policy_bench(problems, args.policy, methods, seed=args.seed)
+    text = summarize(rows, methods)
+    if args.markdown:
+        with open(args.markdown, "w") as f:
+            f.write(f"held_out_problems({args.count}, seed={args.seed}), family "
+                    f"{args.family}\n\n{text}\n")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(rows, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m jaxplace.bench.policy",
+                                     description=HELP)
+    add_arguments(parser)
+    raise SystemExit(run(parser.parse_args()))

@@ -1,0 +1,37 @@
+"""Learned priority policy: a GNN proposes node priorities, trained by REINFORCE.
+
+REGAL (Paliwal et al., ICLR 2020) and one-shot priority sampling (Jeon et al., ICLR
+2023): a graph neural network maps a problem's scale-free features to a distribution
+over priority vectors; Kahn + SliceGraph decode them. See `train` for the estimator
+and `distribution` for the distribution;
+`jaxplace.policy.train.train(config)` trains one from a recipe.
+
+    from jaxplace.policy import load_policy, node_distribution, sample_priorities
+    pol = load_policy()
+    dist = node_distribution(pol, problem)
+    X = sample_priorities(dist, jax.random.key(0), 100)  # (100, n), pure JAX
+"""
+
+from jaxplace.policy.distribution import greedy_priorities, sample_priorities
+from jaxplace.policy.inference import (
+    DEFAULT_POLICY,
+    Policy,
+    default_policy_path,
+    load_policy,
+    node_distribution,
+    policy_from_model,
+)
+from jaxplace.policy.model import ModelConfig, PolicyModel
+
+__all__ = [
+    "DEFAULT_POLICY",
+    "ModelConfig",
+    "Policy",
+    "PolicyModel",
+    "default_policy_path",
+    "greedy_priorities",
+    "load_policy",
+    "node_distribution",
+    "policy_from_model",
+    "sample_priorities",
+]

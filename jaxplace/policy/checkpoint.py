@@ -1,0 +1,224 @@
+"""Policy and training-state files: flax msgpack weights plus a JSON architecture.
+
+A policy directory holds `config.json` ({"format": "jaxplace-policy", "model": the
+`ModelConfig`, "meta": free-form}) and `params.msgpack` (the model's parameters as a
+nested dict). Training checkpoints (`ckpt_<step>.msgpack`) hold the parameters,
+optimizer state, PRNG key and step, plus the training config they belong to.
+
+Every failure to read (missing, truncated or corrupt file, another architecture or
+feature version) raises `JaxplaceError` whose one-line message names the file.
+Files are written to a temporary name and renamed, so an interrupted save never
+leaves a truncated checkpoint behind.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import fields
+from pathlib import Path
+
+import jax
+import numpy as np
+from flax import nnx, serialization
+
+from jaxplace.errors import JaxplaceError
+from jaxplace.policy.features import FEATURE_VERSION
+from jaxplace.policy.model import ModelConfig, PolicyModel
+
+FORMAT = "jaxplace-policy"
+TRAIN_FORMAT = "jaxplace-policy-train"
+CONFIG_NAME = "config.json"
+WEIGHTS_NAME = "params.msgpack"
+_CKPT = re.compile(r"ckpt_(\d+)\.msgpack$")
+
+
+def _fail(path, message: str) -> JaxplaceError:
+    return JaxplaceError(" ".join(str(message).split()), source=str(path), field="policy")
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def _flat(tree, prefix: str = "") -> dict:
+    """{"a/b/0/kernel": leaf} from nested dicts (keys stringified, leaves as they are:
+    arrays, or shape structs of an abstract model)."""
+    out = {}
+    for k, v in tree.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, dict):
+            out.update(_flat(v, key + "/"))
+        else:
+            out[key] = v
+    return out
+
+
+def _like(template, flat: dict, prefix: str = ""):
+    """Nested dict shaped like `template` (keys as there) filled from `flat`."""
+    return {k: _like(v, flat, f"{prefix}{k}/") if isinstance(v, dict) else flat[f"{prefix}{k}"]
+            for k, v in template.items()}
+
+
+def model_template(config: ModelConfig):
+    """(graphdef, abstract State) of the model `config` describes (no computation)."""
+    model = nnx.eval_shape(lambda: PolicyModel(config, nnx.Rngs(0)))
+    return nnx.split(model)
+
+
+def check_params(path, config: ModelConfig, loaded: dict) -> nnx.State:
+    """The State of `config`'s model filled from a nested dict of arrays, or an error
+    naming the first parameter whose name or shape does not match."""
+    _, abstract = model_template(config)
+    want = _flat(nnx.to_pure_dict(abstract))
+    got = _flat(loaded) if isinstance(loaded, dict) else {}
+    for name, spec in want.items():
+        if name not in got:
+            raise _fail(path, f"weights lack parameter {name!r}: another architecture "
+                              f"than config.json describes")
+        if tuple(np.shape(got[name])) != tuple(spec.shape):
+            raise _fail(path, f"parameter {name!r} has shape {np.shape(got[name])}, the "
+                              f"architecture in config.json needs {tuple(spec.shape)}")
+    extra = sorted(set(got) - set(want))
+    if extra:
+        raise _fail(path, f"weights have parameter {extra[0]!r} that the architecture in "
+                          f"config.json lacks")
+    pure = _like(nnx.to_pure_dict(abstract), {k: np.asarray(v, np.float32)
+                                              for k, v in got.items()})
+    nnx.replace_by_pure_dict(abstract, pure)
+    return abstract
+
+
+def config_from_json(path, d) -> ModelConfig:
+    """ModelConfig from its JSON dict; unknown fields or another feature version fail."""
+    if not isinstance(d, dict):
+        raise _fail(path, "has no model architecture")
+    names = {f.name for f in fields(ModelConfig)}
+    unknown = sorted(set(d) - names)
+    if unknown:
+        raise _fail(path, f"another architecture: unknown model field {unknown[0]!r}")
+    cfg = ModelConfig(**d)
+    if cfg.feature_version != FEATURE_VERSION:
+        raise _fail(path, f"made for features v{cfg.feature_version}; this jaxplace "
+                          f"computes v{FEATURE_VERSION}")
+    return cfg
+
+
+def save_policy(directory, config: ModelConfig, params: nnx.State,
+                meta: dict | None = None) -> Path:
+    """Write `config.json` and `params.msgpack` into `directory`; returns it."""
+    d = Path(directory)
+    d.mkdir(parents=True, exist_ok=True)
+    pure = jax.tree.map(np.asarray, nnx.to_pure_dict(params))
+    _write_atomic(d / WEIGHTS_NAME, serialization.msgpack_serialize(_flat(pure)))
+    doc = {"format": FORMAT, "model": config.to_json(), "meta": meta or {}}
+    _write_atomic(d / CONFIG_NAME, (json.dumps(doc, indent=2) + "\n").encode())
+    return d
+
+
+def _read_json(path: Path) -> dict:
+    if not path.is_file():
+        raise _fail(path, "no such file (a policy directory needs config.json and "
+                          "params.msgpack)")
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise _fail(path, f"truncated or corrupt JSON ({e})") from None
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        raise _fail(path, f"not a jaxplace policy config (format "
+                          f"{doc.get('format') if isinstance(doc, dict) else None!r})")
+    return doc
+
+
+def _read_msgpack(path: Path) -> dict:
+    if not path.is_file():
+        raise _fail(path, "no such file")
+    try:
+        out = serialization.msgpack_restore(path.read_bytes())
+    except Exception as e:  # msgpack raises several unrelated types on bad bytes
+        raise _fail(path, f"truncated or corrupt weights file ({type(e).__name__})") \
+            from None
+    if not isinstance(out, dict):
+        raise _fail(path, "truncated or corrupt weights file (not a mapping)")
+    return out
+
+
+def _unflatten(flat: dict) -> dict:
+    tree: dict = {}
+    for key, v in flat.items():
+        node = tree
+        *head, last = key.split("/")
+        for h in head:
+            node = node.setdefault(h, {})
+        node[last] = v
+    return tree
+
+
+def read_policy(path) -> tuple[ModelConfig, nnx.State, dict]:
+    """(config, params, meta) of the policy directory `path` (or a file inside it)."""
+    p = Path(path)
+    d = p.parent if p.suffix in (".json", ".msgpack") else p
+    if not d.exists():
+        raise _fail(d, "no such policy directory")
+    doc = _read_json(d / CONFIG_NAME)
+    cfg = config_from_json(d / CONFIG_NAME, doc.get("model"))
+    flat = _read_msgpack(d / WEIGHTS_NAME)
+    params = check_params(d / WEIGHTS_NAME, cfg, _unflatten(flat))
+    return cfg, params, doc.get("meta", {})
+
+
+# -- training checkpoints ------------------------------------------------------------
+
+
+def checkpoint_path(directory, step: int) -> Path:
+    return Path(directory) / f"ckpt_{step:08d}.msgpack"
+
+
+def latest_checkpoint(directory) -> Path | None:
+    """The checkpoint with the highest step in `directory`, or None."""
+    d = Path(directory)
+    if not d.is_dir():
+        return None
+    found = [(int(m[1]), f) for f in d.iterdir() if (m := _CKPT.search(f.name))]
+    return max(found)[1] if found else None
+
+
+def save_train_state(path, state, config: dict) -> Path:
+    """Write a training state pytree (params, optimizer state, key data, step)."""
+    leaves = [np.asarray(x) for x in jax.tree.leaves(state)]
+    doc = {"format": TRAIN_FORMAT, "config": json.dumps(config, sort_keys=True),
+           "leaves": {str(i): x for i, x in enumerate(leaves)}}
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    _write_atomic(path, serialization.msgpack_serialize(doc))
+    return path
+
+
+def load_train_state(path, template, config: dict):
+    """A training state shaped like `template` from `path`, which must come from the
+    same model and training configuration (`config`)."""
+    path = Path(path)
+    doc = _read_msgpack(path)
+    if doc.get("format") != TRAIN_FORMAT:
+        raise _fail(path, "not a jaxplace policy training checkpoint")
+    theirs = json.loads(doc.get("config", "{}"))
+    if theirs.get("model") != config.get("model"):
+        raise _fail(path, f"another architecture: checkpoint model {theirs.get('model')} "
+                          f"!= config model {config.get('model')}")
+    leaves, treedef = jax.tree.flatten(template)
+    got = doc.get("leaves", {})
+    if len(got) != len(leaves):
+        raise _fail(path, f"holds {len(got)} arrays, the training state needs {len(leaves)}")
+    out = []
+    for i, want in enumerate(leaves):
+        a = np.asarray(got[str(i)])
+        if a.shape != np.shape(want):
+            raise _fail(path, f"array {i} has shape {a.shape}, expected {np.shape(want)}")
+        out.append(a.astype(np.asarray(want).dtype))
+    return jax.tree.unflatten(treedef, out)

@@ -1,0 +1,89 @@
+"""Using a trained policy: load it, and turn a Problem into per-node distributions.
+
+    pol = load_policy()                       # the shipped default (policies/gnn-v1)
+    dist = node_distribution(pol, problem)    # {"mean": (n,), "log_std": (n,)}
+    X = sample_priorities(dist, key, 100)     # (100, n) in (0, 1), pure JAX
+    x = greedy_priorities(dist)               # (n,) the mode
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+
+import jax
+import numpy as np
+from flax import nnx
+
+from jaxplace.errors import JaxplaceError
+from jaxplace.policy import checkpoint as ck
+from jaxplace.policy import features as F
+from jaxplace.policy.model import ModelConfig, pure_apply
+from jaxplace.problem import Problem
+
+#: The policy shipped in policies/ and used when no path is given.
+DEFAULT_POLICY = "gnn-v1"
+
+
+@dataclass(frozen=True, eq=False)
+class Policy:
+    """A loaded policy: architecture, parameters (an `nnx.State`), and metadata."""
+
+    config: ModelConfig
+    params: nnx.State
+    graphdef: object = field(repr=False)
+    meta: dict = field(default_factory=dict, repr=False)
+    path: str | None = None
+
+    def __repr__(self) -> str:
+        return (f"Policy({self.meta.get('name', '?')!r}, hidden={self.config.hidden}, "
+                f"layers={self.config.layers}, path={self.path!r})")
+
+
+def default_policy_path(name: str = DEFAULT_POLICY) -> Path:
+    """Where the shipped policy `name` lives: the installed `jaxplace.policies` data
+    package, else the repository's top-level `policies/` folder."""
+    try:
+        from importlib.resources import files
+
+        p = files("jaxplace.policies") / name
+        if p.is_dir():
+            return Path(str(p))
+    except (ModuleNotFoundError, TypeError):
+        pass
+    return Path(__file__).resolve().parents[2] / "policies" / name
+
+
+def load_policy(path: str | None = None) -> Policy:
+    """Load a policy directory (None: the shipped default). Raises `JaxplaceError`
+    naming the file when it is missing, truncated or of another architecture."""
+    p = default_policy_path() if path is None else Path(path)
+    cfg, params, meta = ck.read_policy(p)
+    graphdef, _ = ck.model_template(cfg)
+    return Policy(cfg, params, graphdef, meta, str(p))
+
+
+def policy_from_model(model, meta: dict | None = None) -> Policy:
+    """A Policy around an in-memory `PolicyModel` (e.g. right after training)."""
+    graphdef, params = nnx.split(model)
+    return Policy(model.config, params, graphdef, meta or {}, None)
+
+
+@partial(jax.jit, static_argnames=("graphdef",))
+def _forward(graphdef, params, inputs):
+    return pure_apply(graphdef)(params, inputs)
+
+
+def node_distribution(policy: Policy, problem: Problem) -> dict[str, np.ndarray]:
+    """Per-node Gaussian parameters for `problem`: {"mean", "log_std"}, each (n,)
+    float32 NumPy. Shapes are padded to buckets, so similar sizes share a compile."""
+    if not isinstance(problem, Problem):
+        raise JaxplaceError(f"expected a Problem, got {type(problem).__name__}",
+                            field="problem")
+    f = F.featurize(problem)
+    inputs = F.pad(f, f.sizes)
+    mean, log_std = _forward(policy.graphdef, policy.params, inputs)
+    n = problem.n
+    return {"mean": np.asarray(mean, np.float32)[:n],
+            "log_std": np.asarray(log_std, np.float32)[:n]}

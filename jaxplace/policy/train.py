@@ -1,0 +1,476 @@
+"""Train the priority policy with REINFORCE against the batched decoder.
+
+    python -m jaxplace.policy.train training/policy_regal.json [--steps N] [--out DIR]
+
+Estimator (Williams 1992, as in REGAL, Paliwal et al. ICLR 2020): every step draws G
+graphs from a fixed pool and P latent vectors per graph from the policy; the decoder
+scores all G x P candidates in one compiled call (`score_graphs` on a common padded
+`Spec`). The reward is scale-free, r = -log(cost / L) with L the simple lower bound
+(cost capped at `ratio_cap` * L, which also covers infeasible candidates). Each sample's
+advantage uses the mean and standard deviation of the *other* P - 1 samples of its
+graph (leave-one-out): the baseline and the scale are then independent of the sample,
+so per graph the expected update is a positive multiple of the exact policy gradient
+(`loo_advantages`). Loss: -mean(adv * log p(z) / n) - entropy_coef * mean entropy,
+plus a small penalty on the model's pre-squashing outputs, Adam with global-norm
+clipping.
+
+The step loop runs in `lax.scan` chunks (`chunk` steps per compiled call); the host
+only logs after each chunk (metrics to `metrics.jsonl`, a tqdm bar with step, mean
+reward and validation ratio), checkpoints every `checkpoint_every` steps, saves on
+Ctrl-C, and resumes from the last checkpoint in the output directory. Given the
+config (with its seed), the run is deterministic, resumed or not.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from functools import partial
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from flax import nnx
+
+from jaxplace.errors import JaxplaceError
+from jaxplace.policy import checkpoint as ck
+from jaxplace.policy import features as F
+from jaxplace.policy.data import TRAIN_STREAM, VALID_STREAM, DataConfig, problem_set
+from jaxplace.policy.distribution import entropy, log_prob, sample_latent
+from jaxplace.policy.model import ModelConfig, PolicyModel, pure_apply
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """A training recipe (JSON-serializable; see training/policy_regal.json).
+
+    Attributes:
+        name: the policy's name (the exported folder's default name).
+        seed: seeds the data pool, the validation set, the model init and sampling.
+        steps: total optimizer steps; chunk: steps per compiled `lax.scan` call.
+        graphs, samples: G graphs per step, P samples per graph.
+        pool: training problems generated once; validation: held-out problems.
+        lr, warmup, lr_final: Adam learning rate, linear warmup steps, final fraction
+            of the cosine decay.
+        clip: global gradient-norm clip.
+        entropy_coef, entropy_final: entropy bonus, decayed linearly to the final one.
+            Off by default: Adam turns any small constant gradient into a full-speed
+            drift, which drove log-stds to the top of their range and froze the
+            policy in a trial run; the bounded log-std range is the entropy control.
+        output_l2: penalty on the squared pre-squashing outputs per node, so the
+            bounded mean and log-std maps stay out of saturation (where their
+            gradients vanish and the policy stops learning).
+        ratio_cap: costs above ratio_cap * L (and infeasible ones) count as this.
+        max_nodes, max_degree: the common padded shape (nodes, in/out degree); pool
+            problems that do not fit are skipped (and counted in the log).
+        checkpoint_every: steps between checkpoints (a multiple of chunk).
+        validate_every: steps between validations (a multiple of chunk).
+        val_samples: samples per validation graph for the best-of figure.
+    """
+
+    name: str = "gnn-v1"
+    seed: int = 0
+    steps: int = 3000
+    chunk: int = 25
+    graphs: int = 8
+    samples: int = 32
+    pool: int = 1024
+    validation: int = 32
+    lr: float = 3e-4
+    warmup: int = 100
+    lr_final: float = 0.1
+    clip: float = 1.0
+    entropy_coef: float = 0.0
+    entropy_final: float = 0.0
+    output_l2: float = 1e-3
+    ratio_cap: float = 8.0
+    max_nodes: int = 200
+    max_degree: int = 24
+    checkpoint_every: int = 250
+    validate_every: int = 250
+    val_samples: int = 32
+    model: ModelConfig = field(default_factory=ModelConfig)
+    data: DataConfig = field(default_factory=DataConfig)
+
+    def to_json(self) -> dict:
+        d = asdict(self)
+        d["model"], d["data"] = self.model.to_json(), self.data.to_json()
+        return d
+
+    @classmethod
+    def from_json(cls, d: dict) -> TrainConfig:
+        d = dict(d)
+        names = {f.name for f in dataclasses.fields(cls)}
+        bad = sorted(set(d) - names)
+        if bad:
+            raise JaxplaceError(f"unknown training option {bad[0]!r}", field="config")
+        d["model"] = ModelConfig(**d.get("model", {}))
+        d["data"] = DataConfig.from_json(d.get("data", {}))
+        return cls(**d)
+
+
+# -- estimator --------------------------------------------------------------------------
+
+
+def rewards(costs, lb, ratio_cap: float):
+    """(G, P) r = -log(min(cost / L, ratio_cap)); +inf (infeasible) counts as the cap."""
+    ratio = jnp.where(jnp.isfinite(costs), costs / lb[:, None], ratio_cap)
+    return -jnp.log(jnp.clip(ratio, 1e-6, ratio_cap))
+
+
+def loo_advantages(r, normalize: bool = True, eps: float = 1e-3):
+    """(G, P) advantages: r minus the mean of the other samples of the same graph,
+    divided (with `normalize`) by their standard deviation + eps.
+
+    The baseline and scale of sample i do not depend on sample i, so
+    E[adv_i grad log p(z_i)] = E[1 / s_i] grad E[r]: unbiased up to a positive factor
+    per graph (exactly unbiased without `normalize`).
+    """
+    P = r.shape[-1]
+    tot = r.sum(-1, keepdims=True)
+    base = (tot - r) / (P - 1)
+    adv = r - base
+    if not normalize:
+        return adv
+    sq = (r * r).sum(-1, keepdims=True)
+    var = (sq - r * r) / (P - 1) - base * base
+    return adv / (jnp.sqrt(jnp.maximum(var, 0.0)) + eps)
+
+
+def surrogate(mean, log_std, z, adv, mask):
+    """() loss whose gradient in (mean, log_std) is the REINFORCE estimate.
+
+    mean, log_std: (G, N); z: (G, P, N) sampled latents; adv: (G, P); mask: (G, N).
+    """
+    lp = log_prob(jax.lax.stop_gradient(z), mean[:, None], log_std[:, None], mask[:, None])
+    n = jnp.maximum(mask.sum(-1), 1)[:, None]
+    return -jnp.mean(jax.lax.stop_gradient(adv) * lp / n)
+
+
+# -- data on device -----------------------------------------------------------------------
+
+
+def fits(problem, max_nodes: int, max_degree: int) -> bool:
+    g = problem.graph
+    return (g.num_nodes <= max_nodes and int(np.diff(g.pred_ptr).max(initial=0)) <= max_degree
+            and int(np.diff(g.succ_ptr).max(initial=0)) <= max_degree and g.units.trivial)
+
+
+def training_spec(cfg: TrainConfig, problems):
+    """The one decoder Spec every batch of this run uses (so the step compiles once):
+    nodes and tensors up to `max_nodes`, degrees up to `max_degree`, k up to the top
+    of `k_range`, parameter terms on, no CPU blocks or placement units."""
+    from jaxplace.decoder import Spec
+
+    N = F.bucket(cfg.max_nodes, minimum=8)
+    T = max(N, F.bucket(max(p.graph.num_tensors for p in problems), minimum=8))
+    K = max([cfg.data.k_range[1], *(p.k for p in problems)])
+    return Spec(N=N, T=T, D=cfg.max_degree, S=cfg.max_degree, K=K, use_param=True)
+
+
+def device_pool(problems, spec, sizes: F.Sizes) -> dict:
+    """Stacked padded model inputs, decoder graphs and lower bounds, on device."""
+    from jaxplace.cost import simple_lower_bound
+    from jaxplace.decoder import stack_graphs
+
+    _, inputs = F.stack([F.featurize(p) for p in problems], sizes)
+    _, graphs = stack_graphs(problems, spec=spec)
+    lb = np.array([simple_lower_bound(p) for p in problems], np.float32)
+    return {"inputs": jax.tree.map(jnp.asarray, inputs), "graphs": graphs,
+            "lb": jnp.asarray(lb)}
+
+
+def build_data(cfg: TrainConfig, problems=None):
+    """(spec, sizes, train pool, validation pool, skipped count). `problems`: an
+    optional (train, validation) pair of Problem lists replacing the generated ones."""
+    if problems is None:
+        train = problem_set(cfg.seed, cfg.pool, cfg.data, TRAIN_STREAM)
+        val = problem_set(cfg.seed, cfg.validation, cfg.data, VALID_STREAM)
+    else:
+        train, val = (list(x) for x in problems)
+    keep = [p for p in train if fits(p, cfg.max_nodes, cfg.max_degree)]
+    val = [p for p in val if fits(p, cfg.max_nodes, cfg.max_degree)]
+    spec = training_spec(cfg, keep + val)
+    sizes = F.Sizes(spec.width, 1, 1, 1)
+    for p in keep + val:
+        sizes = sizes.merge(F.featurize(p).sizes)
+    sizes = dataclasses.replace(sizes, N=spec.width)
+    return (spec, sizes, device_pool(keep, spec, sizes), device_pool(val, spec, sizes),
+            len(train) - len(keep))
+
+
+# -- compiled step ------------------------------------------------------------------------
+
+
+def _schedule(cfg: TrainConfig):
+    decay = max(cfg.steps - cfg.warmup, 1)
+    return optax.warmup_cosine_decay_schedule(0.0, cfg.lr, max(cfg.warmup, 1),
+                                              cfg.warmup + decay, cfg.lr * cfg.lr_final)
+
+
+def make_optimizer(cfg: TrainConfig):
+    return optax.chain(optax.clip_by_global_norm(cfg.clip), optax.adam(_schedule(cfg)))
+
+
+def _take(tree, idx):
+    return jax.tree.map(lambda a: a[idx], tree)
+
+
+def make_train_chunk(graphdef, spec, optimizer, cfg: TrainConfig, length: int):
+    """jit(state, pool) -> (state, metrics): `length` steps in one `lax.scan`."""
+    from jaxplace.decoder import score_graphs
+
+    apply = jax.vmap(pure_apply(graphdef, with_raw=True), in_axes=(None, 0))
+    G, P = cfg.graphs, cfg.samples
+
+    def step(pool, state, _):
+        params, opt_state, kd, t = state
+        key, k_idx, k_z = jax.random.split(jax.random.wrap_key_data(kd), 3)
+        npool = pool["lb"].shape[0]
+        idx = jax.random.choice(k_idx, npool, (G,), replace=npool < G)
+        inputs, graphs, lb = _take(pool["inputs"], idx), _take(pool["graphs"], idx), \
+            pool["lb"][idx]
+        mask = inputs["mask"]
+        (mean, log_std, raw), vjp = jax.vjp(lambda p: apply(p, inputs), params)
+        z = jnp.swapaxes(sample_latent(k_z, mean, log_std, (P,)), 0, 1)  # (G, P, N)
+        costs = score_graphs(spec, graphs, z)
+        r = rewards(costs, lb, cfg.ratio_cap)
+        adv = loo_advantages(r)
+        frac = jnp.minimum(t / max(cfg.steps, 1), 1.0)
+        coef = cfg.entropy_coef + (cfg.entropy_final - cfg.entropy_coef) * frac
+
+        def loss(m, s, w):
+            l2 = jnp.sum(jnp.where(mask[..., None], w * w, 0.0)) / jnp.sum(mask)
+            return (surrogate(m, s, z, adv, mask) - coef * jnp.mean(entropy(s, mask))
+                    + cfg.output_l2 * l2)
+
+        (grads,) = vjp(jax.grad(loss, argnums=(0, 1, 2))(mean, log_std, raw))
+        updates, opt_state = optimizer.update(grads, opt_state, params)
+        params = optax.apply_updates(params, updates)
+        metrics = {"reward": r.mean(), "best_reward": r.max(-1).mean(),
+                   "entropy": jnp.mean(entropy(log_std, mask)),
+                   "raw_rms": jnp.sqrt(jnp.sum(jnp.where(mask[..., None], raw * raw, 0.0))
+                                       / (2 * jnp.sum(mask))),
+                   "grad_norm": optax.tree.norm(grads),
+                   "infeasible": jnp.mean(~jnp.isfinite(costs))}
+        return (params, opt_state, jax.random.key_data(key), t + 1), metrics
+
+    @jax.jit
+    def run(state, pool):
+        return jax.lax.scan(partial(step, pool), state, None, length=length)
+
+    return run
+
+
+def make_validate(graphdef, spec, samples: int):
+    """jit(params, pool, key) -> (greedy ratios (V,), best-of-`samples` ratios (V,))."""
+    from jaxplace.decoder import score_graphs
+
+    apply = jax.vmap(pure_apply(graphdef), in_axes=(None, 0))
+
+    @jax.jit
+    def validate(params, pool, key):
+        mean, log_std = apply(params, pool["inputs"])
+        z = jnp.swapaxes(sample_latent(key, mean, log_std, (samples,)), 0, 1)
+        X = jnp.concatenate([mean[:, None], z], axis=1)
+        ratio = score_graphs(spec, pool["graphs"], X) / pool["lb"][:, None]
+        return ratio[:, 0], ratio[:, 1:].min(-1)
+
+    return validate
+
+
+def _geomean(x) -> float:
+    x = np.asarray(x, np.float64)
+    return float(np.exp(np.mean(np.log(np.where(np.isfinite(x), x, 1e9)))))
+
+
+# -- the loop -------------------------------------------------------------------------------
+
+
+def init_state(cfg: TrainConfig, optimizer):
+    """(graphdef, state): state = (params, optimizer state, key data, step)."""
+    model = PolicyModel(cfg.model, nnx.Rngs(cfg.seed))
+    graphdef, params = nnx.split(model)
+    key = jax.random.fold_in(jax.random.key(cfg.seed), 1)
+    return graphdef, (params, optimizer.init(params), jax.random.key_data(key),
+                      jnp.asarray(0, jnp.int32))
+
+
+class MetricsLog:
+    """Append-only JSONL metrics; on resume, lines after the resumed step are dropped
+    (they came from a run that did not reach its next checkpoint)."""
+
+    def __init__(self, path: Path, resume_step: int):
+        self.path = path
+        self.wall = 0.0
+        keep = []
+        if path.exists() and resume_step > 0:
+            for line in path.read_text().splitlines():
+                d = json.loads(line)
+                if d.get("step", 0) <= resume_step:
+                    keep.append(line)
+                    self.wall = max(self.wall, float(d.get("wall", 0.0)))
+        path.write_text("".join(s + "\n" for s in keep))
+
+    def write(self, record: dict) -> None:
+        with open(self.path, "a") as f:
+            f.write(json.dumps(record) + "\n")
+
+
+def _resume(out: Path, cfg: TrainConfig, state):
+    path = ck.latest_checkpoint(out)
+    if path is None:
+        return state, 0
+    state = ck.load_train_state(path, state, cfg.to_json())
+    params, opt, kd, t = state
+    return (params, opt, jnp.asarray(kd), jnp.asarray(t, jnp.int32)), int(t)
+
+
+def _validate(validate, params, pool, cfg: TrainConfig) -> dict:
+    key = jax.random.fold_in(jax.random.key(cfg.seed), 2)
+    greedy, best = validate(params, pool, key)
+    return {"val_greedy": _geomean(greedy), f"val_best{cfg.val_samples}": _geomean(best)}
+
+
+def _export(out: Path, cfg: TrainConfig, params, step: int, wall: float,
+            val: dict, export: Path | None) -> Path:
+    meta = {"name": cfg.name, "steps": step, "wall_s": round(wall, 1), **val,
+            "train_config": cfg.to_json()}
+    target = export or out / "policy"
+    ck.save_policy(target, cfg.model, params, meta)
+    if export is not None and (out / "metrics.jsonl").exists():
+        (target / "metrics.jsonl").write_text((out / "metrics.jsonl").read_text())
+    return target
+
+
+def _run_chunks(cfg, out, run, validate, state, pools, log, t0, bar, stop_at):
+    """The chunk loop up to step `stop_at`; returns (state, last validation dict).
+    Saves on Ctrl-C."""
+    train_pool, val_pool = pools
+    val: dict = {}
+    step = int(state[3])
+    try:
+        while step < stop_at:
+            new, metrics = run(state, train_pool)
+            metrics = {k: float(np.mean(v)) for k, v in jax.device_get(metrics).items()}
+            state, step = new, int(new[3])
+            rec = {"step": step, "wall": round(log.wall + time.perf_counter() - t0, 2),
+                   **{k: round(v, 6) for k, v in metrics.items()}}
+            if step % cfg.validate_every == 0 or step >= stop_at:
+                val = _validate(validate, state[0], val_pool, cfg)
+                rec.update({k: round(v, 6) for k, v in val.items()})
+            log.write(rec)
+            bar.update(cfg.chunk)
+            bar.set_postfix(reward=f"{metrics['reward']:.4f}",
+                            val=f"{val.get('val_greedy', float('nan')):.4f}")
+            if step % cfg.checkpoint_every == 0 or step >= stop_at:
+                ck.save_train_state(ck.checkpoint_path(out, step), state, cfg.to_json())
+    except KeyboardInterrupt:
+        ck.save_train_state(ck.checkpoint_path(out, step), state, cfg.to_json())
+        print(f"\ninterrupted: saved step {step} to {out}", file=sys.stderr)
+    return state, val
+
+
+def load_config(config) -> TrainConfig:
+    """A TrainConfig from itself, a dict, or a JSON file path."""
+    if isinstance(config, TrainConfig):
+        return config
+    if isinstance(config, dict):
+        return TrainConfig.from_json(config)
+    path = Path(config)
+    try:
+        d = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as e:
+        raise JaxplaceError(f"cannot read training config ({e})", source=str(path),
+                            field="config") from None
+    return TrainConfig.from_json(d)
+
+
+def train(config, out=None, *, export=None, progress: bool | None = None,
+          quiet: bool = False, problems=None, stop_at: int | None = None) -> Path:
+    """Train (or resume) a policy; returns the exported policy directory.
+
+    Args:
+        config: a TrainConfig, its JSON dict, or a path to a JSON file.
+        out: run directory for checkpoints and metrics.jsonl (default runs/<name>);
+            an existing one is resumed from its last checkpoint.
+        export: where to write the final policy (default <out>/policy).
+        progress: tqdm bar (None: only on a terminal).
+        quiet: no summary lines on stderr.
+        problems: optional (train, validation) lists of Problems instead of the
+            generated pool and validation set of `config.data`.
+        stop_at: stop (checkpoint and export) after this step, a multiple of chunk,
+            keeping the learning-rate schedule of `config.steps`; the result is the
+            same as the full run's checkpoint at that step.
+    """
+    from tqdm import tqdm
+
+    cfg = load_config(config)
+    stop_at = cfg.steps if stop_at is None else min(int(stop_at), cfg.steps)
+    if cfg.steps % cfg.chunk or cfg.checkpoint_every % cfg.chunk or \
+            cfg.validate_every % cfg.chunk or stop_at % cfg.chunk:
+        raise JaxplaceError("steps, stop_at, checkpoint_every and validate_every must "
+                            "be multiples of chunk", field="config")
+    out = Path(out or Path("runs") / cfg.name)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "train_config.json").write_text(json.dumps(cfg.to_json(), indent=2) + "\n")
+    t_data = time.perf_counter()
+    spec, sizes, train_pool, val_pool, skipped = build_data(cfg, problems)
+    optimizer = make_optimizer(cfg)
+    graphdef, state = init_state(cfg, optimizer)
+    state, start = _resume(out, cfg, state)
+    log = MetricsLog(out / "metrics.jsonl", start)
+    run = make_train_chunk(graphdef, spec, optimizer, cfg, cfg.chunk)
+    validate = make_validate(graphdef, spec, cfg.val_samples)
+    if not quiet:
+        print(f"{cfg.name}: {int(train_pool['lb'].shape[0])} training problems "
+              f"({skipped} skipped), {int(val_pool['lb'].shape[0])} validation, {spec}, "
+              f"data {time.perf_counter() - t_data:.1f} s, from step {start}",
+              file=sys.stderr)
+    if start == 0:
+        log.write({"step": 0, "wall": 0.0, **_validate(validate, state[0], val_pool, cfg)})
+    t0 = time.perf_counter()
+    disable = (not sys.stderr.isatty()) if progress is None else not progress
+    with tqdm(total=cfg.steps, desc=cfg.name, unit="step", disable=disable,
+              file=sys.stderr, dynamic_ncols=True) as bar:
+        bar.update(start)
+        state, val = _run_chunks(cfg, out, run, validate, state, (train_pool, val_pool),
+                                 log, t0, bar, stop_at)
+    wall = log.wall + time.perf_counter() - t0
+    path = _export(out, cfg, state[0], int(state[3]), wall, val,
+                   Path(export) if export else None)
+    if not quiet:
+        print(f"{cfg.name}: step {int(state[3])}, {wall:.0f} s, {val}, policy {path}",
+              file=sys.stderr)
+    return path
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m jaxplace.policy.train",
+                                description="train the priority policy (a JSON recipe)")
+    p.add_argument("config", help="training recipe, e.g. training/policy_regal.json")
+    p.add_argument("--out", default=None, help="run directory (resumed if it exists)")
+    p.add_argument("--export", default=None, help="policy directory to write at the end")
+    p.add_argument("--steps", type=int, default=None, help="override the step count")
+    p.add_argument("--stop-at", type=int, default=None,
+                   help="stop after this step, keeping the schedule of the full run")
+    args = p.parse_args(argv)
+    try:
+        cfg = load_config(args.config)
+        if args.steps is not None:
+            cfg = dataclasses.replace(cfg, steps=args.steps)
+        train(cfg, args.out, export=args.export, stop_at=args.stop_at)
+    except JaxplaceError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
