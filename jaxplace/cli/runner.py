@@ -29,6 +29,8 @@ from collections.abc import Callable
 from typing import Any
 
 WORKER_NAME = "jaxplace-worker"
+#: Seconds a search may run past its time limit before the runner takes its incumbent.
+DEADLINE_GRACE = 0.5
 
 
 def worker_alive() -> bool:
@@ -132,7 +134,10 @@ class Runner:
         if self._signal_at is not None:
             return now - self._signal_at > self.grace
         has_solution = getattr(self.latest, "best_x", None) is not None
-        return deadline_at is not None and has_solution and now - deadline_at > self.grace
+        # at a time limit the incumbent is final: wait less than after Ctrl-C (the
+        # search stops at its next chunk boundary; a chunk still compiling is dropped)
+        return (deadline_at is not None and has_solution
+                and now - deadline_at > min(self.grace, DEADLINE_GRACE))
 
 
 class _Bar:
