@@ -498,3 +498,21 @@ def test_policy_method_reports_a_bad_checkpoint(tmp_path):
     p = jp.Problem(small_graph(1), 3)
     with pytest.raises(jp.JaxplaceError, match="missing|not found|no such"):
         search(p, "policy", budget=10, policy=str(tmp_path / "nope"), progress=False)
+
+
+def test_balanced_first_solution_for_huge_graphs(monkeypatch):
+    from jaxplace.search import request
+
+    g = small_graph(3, n=40)
+    p = jp.Problem(g, 4)
+    part = request.balanced_cut(p, dfs_order(g))
+    cost = jp.evaluate_partition(p, part.assignment)
+    assert cost.feasible and same_cost(part.cost, cost.bottleneck)
+    assert part.num_blocks == 4 and sorted(set(part.assignment.tolist())) == [0, 1, 2, 3]
+    monkeypatch.setattr(request, "FIRST_SOLUTION_MAX_NODES", 10)
+    seen = []
+    r = search(p, "brkga", budget=40, population_size=20, progress=False,
+               observer=seen.append)
+    assert seen[0].phase == "dfs" and seen[0].partition is not None
+    assert same_cost(seen[0].best_cost, part.cost)
+    assert r.cost <= part.cost * (1 + RTOL)

@@ -103,9 +103,12 @@ def _run_search(problem, args, runner) -> Found | None:
         x = getattr(stop.latest, "best_x", None)
         if x is None:
             return None
-        from jaxplace.reference import decode_reference
+        part = getattr(stop.latest, "partition", None)
+        if part is None:  # decode the incumbent's priorities (NumPy reference)
+            from jaxplace.reference import decode_reference
 
-        return Found(decode_reference(problem, x), args.method or "default",
+            part = decode_reference(problem, x)
+        return Found(part, args.method or "default",
                      int(stop.latest.evaluations), time.perf_counter() - t0,
                      "interrupted" if stop.interrupted else "time limit")
     stopped = None

@@ -81,7 +81,8 @@ class BestSoFar:
     def __call__(self, ev: Progress) -> None:
         if self.best is not None and not ev.best_cost < self.best.best_cost:
             ev = dataclasses.replace(ev, best_cost=self.best.best_cost,
-                                     best_x=self.best.best_x)
+                                     best_x=self.best.best_x,
+                                     partition=self.best.partition)
         else:
             self.best = ev
         self.observer(ev)
@@ -95,7 +96,7 @@ def _first_solution(req: SearchRequest) -> Result | None:
     if res is None:
         return None
     req.observer(Progress(1, res.cost, res.priorities, time.perf_counter() - req.start,
-                          "dfs"))
+                          "dfs", res.partition))
     return res
 
 

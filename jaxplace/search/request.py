@@ -11,6 +11,7 @@ import jax
 import numpy as np
 
 from jaxplace.cost import simple_lower_bound
+from jaxplace.partition import Partition
 from jaxplace.problem import Problem
 from jaxplace.reference import decode_reference
 from jaxplace.search.driver import Run
@@ -77,14 +78,21 @@ class SearchRequest:
 
     @cached_property
     def first_solution(self) -> Result | None:
-        """The DFS linearization sliced once by the float64 reference (None for graphs
-        over FIRST_SOLUTION_MAX_NODES, where the O(n^2 k) DP would take seconds)."""
-        if self.problem.n > FIRST_SOLUTION_MAX_NODES:
-            return None
+        """The DFS linearization sliced once by the float64 reference; over
+        FIRST_SOLUTION_MAX_NODES (where the O(n^2 k) DP takes seconds) cut into k
+        pieces of equal work instead (plain problems only, else None)."""
         from jaxplace.search.baselines import dfs_order, order_to_priorities
 
-        x = order_to_priorities(dfs_order(self.problem.graph))
-        return finish(self, "dfs", x, 1, History.empty(), False)
+        order = dfs_order(self.problem.graph)
+        x = order_to_priorities(order)
+        if self.problem.n <= FIRST_SOLUTION_MAX_NODES:
+            return finish(self, "dfs", x, 1, History.empty(), False)
+        part = balanced_cut(self.problem, order)
+        if part is None:
+            return None
+        return Result(cost=float(part.cost), partition=part, priorities=x, evaluations=1,
+                      wall_time=time.perf_counter() - self.start, history=History.empty(),
+                      method="dfs-balanced", lower_bound=self.lower_bound)
 
     @cached_property
     def window(self) -> int | None:
@@ -130,6 +138,30 @@ def finish(req: SearchRequest, method: str, x, evaluations: int, history: Histor
                   evaluations=int(evaluations), wall_time=time.perf_counter() - req.start,
                   history=history, method=method, lower_bound=req.lower_bound,
                   interrupted=interrupted, info=info or {})
+
+
+def balanced_cut(problem: Problem, order: np.ndarray) -> Partition | None:
+    """`order` cut into min(k, n) contiguous pieces of about equal work (O(n + tensors);
+    a first solution for graphs too large for the reference DP). None when the problem
+    has placement units, CPU blocks or CPU-only ops, or the cut is infeasible."""
+    from jaxplace.cost import evaluate_partition
+
+    g = problem.graph
+    if problem.cpus or not g.units.trivial or not bool(problem.supported.all()):
+        return None
+    k = min(problem.k, g.num_nodes)
+    csum = np.cumsum(g.work[order])
+    targets = csum[-1] * np.arange(1, k) / k
+    cuts = np.unique(np.clip(np.searchsorted(csum, targets, side="right"), 1,
+                             g.num_nodes - 1))
+    assignment = np.empty(g.num_nodes, np.int64)
+    for b, piece in enumerate(np.split(order, cuts)):
+        assignment[piece] = b
+    cost = evaluate_partition(problem, assignment).bottleneck
+    if not np.isfinite(cost):
+        return None
+    return Partition(np.asarray(order, np.int64), tuple(int(c) for c in cuts), assignment,
+                     float(cost))
 
 
 def initial_population(key, P: int, width: int, seeds: np.ndarray | None) -> np.ndarray:

@@ -50,6 +50,8 @@ class Progress:
         best_x: (n,) float32 priorities of the incumbent, or None.
         elapsed: seconds since the search started.
         phase: e.g. "brkga", "local", "random".
+        partition: the incumbent's `Partition` when the search already has it (the
+            first solution); otherwise decode `best_x` (NumPy reference) to get it.
     """
 
     evaluations: int
@@ -57,6 +59,7 @@ class Progress:
     best_x: np.ndarray | None
     elapsed: float
     phase: str
+    partition: object = None
 
 
 __all__ = ["Progress", "StopRule"]
