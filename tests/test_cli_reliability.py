@@ -74,11 +74,18 @@ def _interrupt(proc, signals=1, gap=0.2):
     return proc.returncode, out, err, time.monotonic() - t0
 
 
+def _default_sigint():
+    """Children get SIGINT's default action even when this test process runs with it
+    ignored (a background job of a non-interactive shell, as CI may start us)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _fake(path, mode, out):
     env = _env(FAKE=mode)
     proc = subprocess.Popen([sys.executable, "-c", FAKE, "partition", str(path), "-k", "4",
                              "-o", str(out)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=env)
+                            stderr=subprocess.PIPE, text=True, env=env,
+                            preexec_fn=_default_sigint)
     line = proc.stderr.readline()
     assert line.strip() == "READY", line + proc.stderr.read()
     return proc
@@ -133,6 +140,7 @@ def test_sigint_real_search(tmp_path, graphs, delay):
     proc = subprocess.Popen([sys.executable, "-m", "jaxplace", "partition", str(path), "-k",
                              "8", "--method", "brkga", "--budget", "100000000",
                              "--time-limit", "120", "-o", str(out)],
+                            preexec_fn=_default_sigint,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=env)
     time.sleep(delay)
@@ -186,6 +194,15 @@ def test_runner_deadline_gives_up_on_a_stuck_worker_once_a_solution_exists():
 
 
 def test_runner_sigint_in_process_sets_cancel_and_waits_for_the_worker():
+    # as in an interactive shell, even when this process was started with SIGINT ignored
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        _runner_sigint_in_process()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _runner_sigint_in_process():
     runner = Runner(quiet=True, grace=2.0)
 
     def cooperative():
