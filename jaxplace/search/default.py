@@ -48,6 +48,10 @@ BRKGA_PATIENCE = 4000
 #: Heuristic orders in BRKGA's first population (else only as local-search starts):
 #: seeding made BRKGA converge early on REGAL graphs (notes/search.md).
 SEED_BRKGA = False
+#: ... except on graphs of at least this many nodes, where uniform random keys are far
+#: from the heuristic orders and the few generations a time limit allows never reach
+#: them (n = 2000, 120 s: BRKGA ended above the DFS solution; notes/reliability.md).
+SEED_BRKGA_MIN_NODES = 1000
 #: Local searches restarted after a stagnation stop, from the next best start (0: a
 #: restart never improved on REGAL graphs or bert_l-12 in our runs, and costs time).
 RESTARTS = 0
@@ -80,7 +84,8 @@ def default_search(req: SearchRequest):
                             options={})
         for name in ("device", "first_solution", "window"):  # computed once
             brkga_req.__dict__[name] = getattr(req, name)
-        out1 = evolve(brkga_req, "BRKGA", seeds=s if opt.get("seed_brkga", SEED_BRKGA)
+        seed_brkga = SEED_BRKGA or problem.n >= SEED_BRKGA_MIN_NODES
+        out1 = evolve(brkga_req, "BRKGA", seeds=s if opt.get("seed_brkga", seed_brkga)
                       else None, patience=opt.get("brkga_patience", BRKGA_PATIENCE),
                       phase="brkga", pbar=pb)
         evals, history = out1.evaluations, out1.history
