@@ -74,18 +74,20 @@ def _interrupt(proc, signals=1, gap=0.2):
     return proc.returncode, out, err, time.monotonic() - t0
 
 
-def _default_sigint():
-    """Children get SIGINT's default action even when this test process runs with it
-    ignored (a background job of a non-interactive shell, as CI may start us)."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
+#: Children get SIGINT's default action even when this test process runs with it
+#: ignored (a background job of a non-interactive shell, as CI may start us): a tiny
+#: launcher resets it and execs the real command (a preexec_fn would fork a process
+#: that has JAX's threads).
+DEFAULT_SIGINT = [sys.executable, "-c", "import os, signal, sys; "
+                  "signal.signal(signal.SIGINT, signal.SIG_DFL); "
+                  "os.execv(sys.executable, [sys.executable] + sys.argv[1:])"]
 
 
 def _fake(path, mode, out):
     env = _env(FAKE=mode)
-    proc = subprocess.Popen([sys.executable, "-c", FAKE, "partition", str(path), "-k", "4",
-                             "-o", str(out)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=env,
-                            preexec_fn=_default_sigint)
+    proc = subprocess.Popen([*DEFAULT_SIGINT, "-c", FAKE, "partition", str(path), "-k",
+                             "4", "-o", str(out)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env)
     line = proc.stderr.readline()
     assert line.strip() == "READY", line + proc.stderr.read()
     return proc
@@ -137,10 +139,9 @@ def test_sigint_real_search(tmp_path, graphs, delay):
     out = tmp_path / "r.json"
     env = _env()  # cold: compiles inside the run
     # BRKGA with a budget it cannot spend: still searching when the signal comes.
-    proc = subprocess.Popen([sys.executable, "-m", "jaxplace", "partition", str(path), "-k",
+    proc = subprocess.Popen([*DEFAULT_SIGINT, "-m", "jaxplace", "partition", str(path), "-k",
                              "8", "--method", "brkga", "--budget", "100000000",
                              "--time-limit", "120", "-o", str(out)],
-                            preexec_fn=_default_sigint,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=env)
     time.sleep(delay)
