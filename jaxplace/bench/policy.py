@@ -49,35 +49,16 @@ def held_out_problems(count: int = 12, seed: int = 0, ks=BENCH_KS,
     return [p.replace(k=int(ks[i % len(ks)])) for i, p in enumerate(probs)]
 
 
-def _policy_run(problem, policy, samples: int, seed: int) -> tuple[float, int, float]:
-    """(best cost, evaluations, wall s) of the mode plus samples - 1 draws."""
-    import jax
-
-    import jaxplace as jp
-    from jaxplace.policy import greedy_priorities, node_distribution, sample_priorities
-
-    t0 = time.perf_counter()
-    dist = node_distribution(policy, problem)
-    X = np.asarray(greedy_priorities(dist))[None]
-    if samples > 1:
-        S = sample_priorities(dist, jax.random.key(seed), samples - 1)
-        X = np.concatenate([X, np.asarray(S)])
-    cost = float(np.min(jp.evaluate(problem, X)))
-    return cost, len(X), time.perf_counter() - t0
-
-
 def run_method(problem, name: str, policy, seed: int) -> tuple[float, int, float]:
     """(cost, evaluations, wall s) of one bench method on one problem."""
     import jaxplace as jp
 
-    if name == "policy-greedy":
-        return _policy_run(problem, policy, 1, seed)
-    if m := re.fullmatch(r"policy-best(\d+)", name):
-        return _policy_run(problem, policy, int(m[1]), seed)
+    # policy-greedy = the "policy" method with 1 evaluation (the mode), policy-bestN =
+    # the mode plus N - 1 samples
+    name = {"policy-greedy": "policy-1"}.get(name, name.replace("policy-best", "policy-"))
     if m := re.fullmatch(r"(random|brkga)-(\d+)", name):
         r = jp.search(problem, m[1], budget=int(m[2]), seed=seed, progress=False)
     elif m := re.fullmatch(r"(policy\+brkga|policy)-(\d+)", name):
-        # the search methods built on the policy (wired into jp.search by the lead)
         r = jp.search(problem, m[1], budget=int(m[2]), seed=seed, progress=False,
                       policy=getattr(policy, "path", None))
     else:

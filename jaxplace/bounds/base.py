@@ -123,6 +123,16 @@ class BoundMethod(Protocol):
     def run(self, problem: Problem, context: BoundContext) -> MethodResult: ...
 
 
+class Relaxable:
+    """Mixin of the block-MIP methods: kind "lp" for the relaxation, else "mip"."""
+
+    relax: bool
+
+    @property
+    def kind(self) -> str:
+        return "lp" if self.relax else "mip"
+
+
 def unmodelled(problem: Problem) -> str | None:
     """Why the block MIPs cannot model `problem` (None when they can).
 

@@ -13,7 +13,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from jaxplace.bounds._model import BlockModel, BlockSpec, build_block_model, solve_model
-from jaxplace.bounds.base import BoundContext, MethodResult, from_solve, skipped, unmodelled
+from jaxplace.bounds.base import (
+    BoundContext,
+    MethodResult,
+    Relaxable,
+    from_solve,
+    skipped,
+    unmodelled,
+)
 from jaxplace.cost import simple_lower_bound
 from jaxplace.problem import Problem
 
@@ -50,16 +57,12 @@ def bottleneck_bound(problem: Problem, variant: str = "full", *, relax: bool = F
 
 
 @dataclass(frozen=True)
-class BottleneckBound:
+class BottleneckBound(Relaxable):
     """The bottleneck relaxation `variant` as a ladder method (its LP when `relax`)."""
 
     name: str
     variant: str = "full"
     relax: bool = False
-
-    @property
-    def kind(self) -> str:
-        return "lp" if self.relax else "mip"
 
     def run(self, problem: Problem, context: BoundContext) -> MethodResult:
         if why := unmodelled(problem):

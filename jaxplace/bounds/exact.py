@@ -22,7 +22,14 @@ from jaxplace.bounds._model import (
     solve_model,
     start_vector,
 )
-from jaxplace.bounds.base import BoundContext, MethodResult, from_solve, skipped, unmodelled
+from jaxplace.bounds.base import (
+    BoundContext,
+    MethodResult,
+    Relaxable,
+    from_solve,
+    skipped,
+    unmodelled,
+)
 from jaxplace.cost import evaluate_partition, simple_lower_bound
 from jaxplace.problem import Problem
 
@@ -79,7 +86,7 @@ def exact_bound(problem: Problem, assignment=None, *, relax: bool = False,
 
 
 @dataclass(frozen=True)
-class ExactBound:
+class ExactBound(Relaxable):
     """The exact MIP as a ladder method (its LP relaxation when `relax`).
 
     The MIP starts from the context's best partition, with z >= the best bound proven
@@ -89,10 +96,6 @@ class ExactBound:
 
     name: str
     relax: bool = False
-
-    @property
-    def kind(self) -> str:
-        return "lp" if self.relax else "mip"
 
     def run(self, problem: Problem, context: BoundContext) -> MethodResult:
         if why := unmodelled(problem):

@@ -33,7 +33,7 @@ from jaxplace.bounds._model import (
     build_block_model,
     solve_arrays,
 )
-from jaxplace.bounds.base import BoundContext, MethodResult, skipped, unmodelled
+from jaxplace.bounds.base import BoundContext, MethodResult, Relaxable, skipped, unmodelled
 from jaxplace.cost import simple_lower_bound
 from jaxplace.problem import Problem
 
@@ -116,16 +116,12 @@ def guess_bound(problem: Problem, *, relax: bool = False, time_limit: float = 60
 
 
 @dataclass(frozen=True)
-class GuessBound:
+class GuessBound(Relaxable):
     """bottleneck-guess as a ladder method (its LP relaxations when `relax`): the
     context's threads are its worker processes; `time_limit` covers all k solves."""
 
     name: str
     relax: bool = False
-
-    @property
-    def kind(self) -> str:
-        return "lp" if self.relax else "mip"
 
     def run(self, problem: Problem, context: BoundContext) -> MethodResult:
         if why := unmodelled(problem):

@@ -27,13 +27,12 @@ import numpy as np
 from jaxplace.decoder.batching import DEFAULT_MEMORY_BUDGET, Batching, run_batched
 from jaxplace.decoder.decoding import decode_chunk, partitions
 from jaxplace.decoder.kahn import host_priority_keys
-from jaxplace.decoder.layout import Spec, bucket, graph_structure, problem_spec, stack_graphs
+from jaxplace.decoder.layout import Spec, bucket, graph_structure, stack_graphs
 from jaxplace.decoder.scoring import (
     IMPL,
     check_impl,
     score,
     score_graphs,
-    score_graphs_keys,
     score_keys,
 )
 from jaxplace.decoder.window import WINDOW_MARGIN, block_bound, block_bounds, window_policy
@@ -57,9 +56,8 @@ def score_chunk(spec: Spec, g, Z, *, use_keys: bool, impl: str, mesh, window=Non
     `multi`; Z holds int32 unit keys instead of priorities with `use_keys`."""
 
     def body(g, Z):
-        if multi:
-            fn = score_graphs_keys if use_keys else score_graphs
-            return fn(spec, g, Z, impl=impl)
+        if multi:  # several graphs: always priorities in the compute dtype
+            return score_graphs(spec, g, Z, impl=impl)
         fn = score_keys if use_keys else score
         return fn(spec, g, Z, impl=impl, window=window)
 
@@ -261,10 +259,5 @@ class Evaluator:
         return parts[0] if single else parts
 
 
-def spec_of(problem: Problem) -> Spec:
-    """The smallest bucketed Spec of `problem` (what `Evaluator(problem)` uses)."""
-    return problem_spec(problem)
-
-
 __all__ = ["DTYPES", "Evaluator", "check_X", "compute_dtype", "host_unit_priorities",
-           "score_chunk", "spec_of"]
+           "score_chunk"]

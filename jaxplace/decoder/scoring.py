@@ -92,12 +92,6 @@ def score_graphs(spec: Spec, graphs: DeviceGraph, X: jnp.ndarray, *,
     return jax.vmap(partial(score, spec, impl=impl))(graphs, X)
 
 
-def score_graphs_keys(spec: Spec, graphs: DeviceGraph, keys: jnp.ndarray, *,
-                      impl: str = IMPL) -> jnp.ndarray:
-    """(G, P) costs for a stack of G graphs and (G, P, spec.N) int32 unit keys."""
-    return jax.vmap(partial(score_keys, spec, impl=impl))(graphs, keys)
-
-
 __all__ = ["FLOAT32_RTOL", "IMPL", "IMPLS", "check_impl", "score", "score_graphs",
-           "score_graphs_keys", "score_keys", "score_one", "score_one_keys",
+           "score_keys", "score_one", "score_one_keys",
            "unit_priorities"]

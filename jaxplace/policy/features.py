@@ -20,6 +20,7 @@ import numpy as np
 
 from jaxplace.cost import simple_lower_bound
 from jaxplace.problem import Problem
+from jaxplace.search.baselines import dfs_order
 
 #: Bumped whenever a feature changes meaning; stored in checkpoints.
 FEATURE_VERSION = 1
@@ -73,31 +74,6 @@ def _longest(order, ptr, idx, weight) -> np.ndarray:
         if len(nb):
             out[v] = (out[nb] + weight[nb]).max()
     return out
-
-
-def dfs_order(g) -> np.ndarray:
-    """(n,) reverse DFS postorder from the sources, smaller index first: a topological
-    order that keeps chains together (the NeurIPS 2020 linearization)."""
-    n, ptr, idx = g.num_nodes, g.succ_ptr, g.succ_idx
-    seen = np.zeros(n, bool)
-    post: list[int] = []
-    for s in np.flatnonzero(np.diff(g.pred_ptr) == 0)[::-1]:
-        if seen[s]:
-            continue
-        seen[s] = True
-        stack = [(int(s), int(ptr[s]))]
-        while stack:
-            v, i = stack[-1]
-            if i < ptr[v + 1]:
-                stack[-1] = (v, i + 1)
-                w = int(idx[i])
-                if not seen[w]:
-                    seen[w] = True
-                    stack.append((w, int(ptr[w])))
-            else:
-                post.append(v)
-                stack.pop()
-    return np.asarray(post[::-1], dtype=np.int64)
 
 
 def _rank(order: np.ndarray) -> np.ndarray:

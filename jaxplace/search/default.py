@@ -16,8 +16,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import numpy as np
 
 from jaxplace.problem import Problem
@@ -80,14 +78,11 @@ def default_search(req: SearchRequest):
     # program (population 100, 100 generations in chunks of 20), shared with it
     gens = max(int(budget * opt.get("brkga_share", BRKGA_SHARE)) // P, 1)
     with bar(budget, "default", enabled=req.progress) as pb:
-        brkga_req = replace(req, budget=gens * P, progress=False, population_size=P,
-                            options={})
-        for name in ("device", "first_solution", "window"):  # computed once
-            brkga_req.__dict__[name] = getattr(req, name)
         seed_brkga = SEED_BRKGA or problem.n >= SEED_BRKGA_MIN_NODES
-        out1 = evolve(brkga_req, "BRKGA", seeds=s if opt.get("seed_brkga", seed_brkga)
-                      else None, patience=opt.get("brkga_patience", BRKGA_PATIENCE),
-                      phase="brkga", pbar=pb)
+        out1 = evolve(req, "BRKGA", budget=gens * P, population=P, options={},
+                      seeds=s if opt.get("seed_brkga", seed_brkga) else None,
+                      patience=opt.get("brkga_patience", BRKGA_PATIENCE), phase="brkga",
+                      pbar=pb)
         evals, history = out1.evaluations, out1.history
         best_x, best_f = out1.best_x[:problem.n], out1.best_f
         done = out1.interrupted or req.stop.reached(best_f)

@@ -31,14 +31,15 @@ def evolve(req: SearchRequest, name: str, *, budget: int | None = None,
            population: int | None = None, fitness=None, data: SearchData | None = None,
            seeds=None, phase: str | None = None, patience: int | None = None,
            chunk: int | None = None, pbar=None, evaluations0: int = 0,
-           surrogate: bool = False) -> LoopOutcome:
+           surrogate: bool = False, options: dict | None = None) -> LoopOutcome:
     """Evosax algorithm `name` for budget // population generations (driver outcome).
 
-    `surrogate`: the fitness is not the partition cost (no target, no observer).
+    `surrogate`: the fitness is not the partition cost (no target, no observer);
+    `options`: algorithm keywords (default: the request's).
     """
     spec = req.spec
     P = population or req.population_size or DEFAULT_POPULATION
-    options = tuple(sorted(req.options.items()))
+    options = tuple(sorted((req.options if options is None else options).items()))
     fitness = fitness or DecodeFitness(spec, req.window)
     program = EvosaxProgram(name, P, spec.width, fitness, options)
     if data is None:
