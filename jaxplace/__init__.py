@@ -34,8 +34,9 @@ _LAZY = {
     "simple_lower_bound": "jaxplace.cost",
     "from_jax": "jaxplace.importers",
     "from_onnx": "jaxplace.importers",
+    "load_cluster": "jaxplace.cluster",
 }
-_SUBPACKAGES = ("bounds", "cost", "decoder", "formats", "generators", "importers",
+_SUBPACKAGES = ("bounds", "cluster", "cost", "decoder", "formats", "generators", "importers",
                 "partition", "policy", "reference", "search")
 
 
@@ -65,6 +66,7 @@ __all__ = [
     "evaluate_partition",
     "from_jax",
     "from_onnx",
+    "load_cluster",
     "load_graph",
     "load_problem",
     "save_result",
