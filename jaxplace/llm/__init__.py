@@ -19,11 +19,13 @@ from jaxplace.llm.graph import (
     part_table,
     stage_memory,
 )
+from jaxplace.llm.cluster_split import ClusterPlan, cluster_split, evaluate_split
 from jaxplace.llm.hetero import chain_split
 from jaxplace.llm.shipped import shipped_config, shipped_configs
 from jaxplace.llm.workload import MODES, Workload
 
 __all__ = [
+    "ClusterPlan", "cluster_split", "evaluate_split",
     "BASELINES", "MODES", "ModelConfig", "chain_split", "ParamCounts", "PartCost", "StageMemory",
     "Workload", "graph_from_config", "is_hf_config", "layer_graph", "llm_problem",
     "param_counts", "part_costs", "part_table", "read_config", "shipped_config",
