@@ -365,7 +365,11 @@ def _merged(graphdef):
     from flax import nnx
 
     def call(state, *a, **kw):
-        return nnx.merge(graphdef, state)(*a, **kw)
+        from jaxplace.importers.nnx_scopes import module_scopes
+
+        model = nnx.merge(graphdef, state)
+        with module_scopes(model):  # ops named by module path: layers.0/attn/q/...
+            return model(*a, **kw)
 
     call.__name__ = "nnx_module"
     return call
