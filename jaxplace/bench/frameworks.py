@@ -9,7 +9,10 @@ torchgpipe's balance by time, and jaxplace (`jaxplace.search.search` then
 that fits in memory. A baseline stage over its GPU's memory is marked "!" (the split
 would run out of memory). On a mixed cluster (`--mixed GB`), the second half of the
 ranks have only GB free; baselines put stage s on rank s, jaxplace plans for the
-smallest GPU (its capacity) so that any rank order fits.
+smallest GPU (its capacity) so that any rank order fits. With `--cluster FILE` (a
+cluster file or a shipped example), one row per config with k = the cluster's devices:
+per-device speeds, memory and links; baselines put stage s on device s, jaxplace runs
+the exact DP over splits and device orders (`jaxplace.llm.cluster_split`).
 
 Target (exit status 1 when missed): jaxplace is never slower than the best fitting
 baseline and is proven optimal by the certificate.
@@ -44,6 +47,8 @@ def add_arguments(p) -> None:
     p.add_argument("--device", default="h100", help="device profile of every rank")
     p.add_argument("--mixed", type=float, default=None, metavar="GB",
                    help="also a mixed cluster: the second half of the ranks have GB free")
+    p.add_argument("--cluster", default=None, metavar="FILE",
+                   help="also rows on this cluster file (or shipped example name)")
     p.add_argument("--time-limit", type=seconds, default=30.0, help="search seconds")
     p.add_argument("--certify-time", type=seconds, default=60.0,
                    help="seconds per lower-bound method")
@@ -123,6 +128,42 @@ def _jaxplace(problem, caps, args) -> tuple[Split | None, str, bool]:
     return ours, proof, proven
 
 
+def _cluster_row(name: str, cluster, args) -> tuple[list[str], bool]:
+    """One row on an unequal cluster: baselines in the cluster's device order, and the
+    exact split over splits and device orders."""
+    from jaxplace.errors import JaxplaceError
+    from jaxplace.llm import BASELINES, cluster_split, evaluate_split, layer_graph
+
+    path = _config_path(name)
+    opts = {"mode": args.mode, "seq_len": args.seq_len, "micro_batch": args.micro_batch}
+    opts = {key: v for key, v in opts.items() if v is not None}
+    k = cluster.num_devices
+    graph = layer_graph(path, device=cluster.profiles[0], **opts)
+    base = {}
+    for key, (_, rule) in BASELINES.items():
+        a = rule(graph, k)
+        times, mems, fits = evaluate_split(path, cluster, a, **opts)
+        base[key] = Split(np.asarray(a), float(times.max()), float(mems.max()), bool(fits.all()))
+    t0 = time.perf_counter()
+    try:
+        plan = cluster_split(path, cluster, **opts)
+        ours = Split(plan.assignment, plan.bottleneck, float(plan.stage_memory.max()), True)
+        proof = f"optimal ({plan.orders_tried} orders)"
+    except JaxplaceError as exc:
+        if exc.field != "memory":
+            raise
+        ours, proof = None, "proven: none fits (DP)"
+    wall = time.perf_counter() - t0
+    fitting = [s.bottleneck for s in base.values() if s.fits]
+    best = min(fitting) if fitting else math.inf
+    met = ours is None or ours.bottleneck <= best * (1 + RTOL)
+    gain = "-" if ours is None else (f"{(best - ours.bottleneck) / best:+.1%}" if fitting
+                                     else "baselines overflow")
+    cells = [name, str(k), cluster.name, *(_fmt(s) for s in base.values()), _fmt(ours),
+             proof, gain, f"{wall:.0f}"]
+    return cells, met
+
+
 def _fmt(s: Split | None) -> str:
     if s is None:
         return "none fits"
@@ -177,6 +218,10 @@ def run(args) -> int:
     ks = [int(x) for x in str(args.ks).split(",") if x.strip()]
     names = [x.strip() for x in str(args.configs).split(",") if x.strip()]
     clusters = [None] + ([args.mixed] if args.mixed is not None else [])
+    if args.cluster:
+        from jaxplace.cluster import load_cluster
+
+        cluster = load_cluster(args.cluster)
     print(f"{args.mode}, {args.device}, micro-batch {args.micro_batch}; cells: bottleneck "
           "ms per micro-batch (peak stage GB; ! = over its GPU's memory)", flush=True)
     rows, missed = [], []
@@ -188,6 +233,12 @@ def run(args) -> int:
                 if not met:
                     missed.append(f"{name} k={k}")
                 print("  ".join(cells), flush=True)
+        if args.cluster:
+            cells, met = _cluster_row(name, cluster, args)
+            rows.append(cells)
+            if not met:
+                missed.append(f"{name} on {cluster.name}")
+            print("  ".join(cells), flush=True)
     print()
     print("\n".join(_table(rows)))
     if args.markdown:
