@@ -20,6 +20,7 @@ from jaxplace.errors import JaxplaceError
 from jaxplace.graph import CompGraph
 from jaxplace.importers.coarsen import coarsen, expand_assignment
 from jaxplace.importers.devices import DeviceProfile, canonical_dtype, device_names, get_device
+from jaxplace.importers.fusion import DEFAULT_RULES, FusionRule, fuse
 from jaxplace.importers.jax_trace import from_jax
 from jaxplace.importers.onnx_import import from_onnx
 from jaxplace.importers.roofline import classify, is_cheap
@@ -27,8 +28,10 @@ from jaxplace.importers.roofline import classify, is_cheap
 MODEL_SUFFIXES = (".onnx",)
 
 __all__ = [
+    "DEFAULT_RULES",
     "MODEL_SUFFIXES",
     "DeviceProfile",
+    "FusionRule",
     "canonical_dtype",
     "classify",
     "coarsen",
@@ -36,6 +39,7 @@ __all__ = [
     "expand_assignment",
     "from_jax",
     "from_onnx",
+    "fuse",
     "get_device",
     "is_cheap",
     "load_model_file",
@@ -43,10 +47,11 @@ __all__ = [
 ]
 
 
-def load_model_file(path, device: str | DeviceProfile = "h100", coarsen: bool = False,
+def load_model_file(path, device: str | DeviceProfile = "h100", coarsen: bool | str = False,
                     **kwargs) -> CompGraph:
     """Import a model file by suffix (.onnx) with the roofline cost model of `device`.
-    Extra keyword arguments go to the importer (e.g. `dim_values` for ONNX)."""
+    Extra keyword arguments go to the importer (e.g. `dim_values` for ONNX).
+    `coarsen`: True for `coarsen.coarsen`, "fusion" for `fusion.fuse`."""
     path = os.fspath(path)
     if path.lower().endswith(".onnx"):
         return from_onnx(path, device=device, coarsen=coarsen, **kwargs)

@@ -282,7 +282,7 @@ class _Tracer:
 
 def from_jax(fn: Callable, *example_args, params: Any = None,
              param_argnums: int | Sequence[int] | None = None,
-             device: str | DeviceProfile = "h100", coarsen: bool = False,
+             device: str | DeviceProfile = "h100", coarsen: bool | str = False,
              consts_as_params: bool = True, name: str | None = None) -> CompGraph:
     """Trace `fn` with `jax.make_jaxpr` and return its computation graph.
 
@@ -293,7 +293,8 @@ def from_jax(fn: Callable, *example_args, params: Any = None,
         param_argnums: alternatively, which positional `example_args` are parameters.
         device: a profile name (see `device_names()`) or a DeviceProfile.
         coarsen: fuse chains of cheap elementwise ops into their producer
-            (`jaxplace.importers.coarsen`).
+            (`jaxplace.importers.coarsen`); "fusion": MOIRAI's fusion-rule coarsening
+            with fused roofline costs (`jaxplace.importers.fusion`).
         consts_as_params: treat arrays closed over by `fn` as parameters.
         name: stored as `meta["name"]`.
 
@@ -354,7 +355,11 @@ def from_jax(fn: Callable, *example_args, params: Any = None,
             "unknown_trip_counts": tr.cost.unknown_trips,
             "unknown_ops": sorted(tr.cost.unknown_ops)}
     graph = tr.b.build(meta)
-    if coarsen:
+    if coarsen == "fusion":
+        from jaxplace.importers.fusion import fuse
+
+        graph = fuse(graph)
+    elif coarsen:
         from jaxplace.importers.coarsen import coarsen as _coarsen
 
         graph = _coarsen(graph)

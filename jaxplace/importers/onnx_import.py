@@ -74,14 +74,15 @@ def _attr(node, name: str, default: Any = None) -> Any:
     return default
 
 
-def from_onnx(model, device: str | DeviceProfile = "h100", *, coarsen: bool = False,
+def from_onnx(model, device: str | DeviceProfile = "h100", *, coarsen: bool | str = False,
               dim_values: dict[str, int] | None = None, default_dim: int = 1) -> CompGraph:
     """Build the computation graph of an ONNX model.
 
     Args:
         model: a path to a .onnx file or an `onnx.ModelProto`.
         device: a profile name (see `device_names()`) or a DeviceProfile.
-        coarsen: fuse chains of cheap elementwise ops into their producer.
+        coarsen: fuse chains of cheap elementwise ops into their producer; "fusion":
+            MOIRAI's fusion-rule coarsening (`jaxplace.importers.fusion`).
         dim_values: values of symbolic dimensions, e.g. {"batch": 8}.
         default_dim: value of any other symbolic or unknown dimension.
     """
@@ -179,7 +180,11 @@ def _convert(onnx, model, dev, coarsen, dim_values, default_dim, source) -> Comp
                                                   "onnx"),
             "defaulted_dims": sorted(defaulted), "unknown_ops": sorted(unknown)}
     graph = b.build(meta)
-    if coarsen:
+    if coarsen == "fusion":
+        from jaxplace.importers.fusion import fuse
+
+        graph = fuse(graph)
+    elif coarsen:
         from jaxplace.importers.coarsen import coarsen as _coarsen
 
         graph = _coarsen(graph)
