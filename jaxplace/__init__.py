@@ -37,7 +37,7 @@ _LAZY = {
     "load_cluster": "jaxplace.cluster",
 }
 _SUBPACKAGES = ("bounds", "cluster", "cost", "decoder", "formats", "generators", "importers",
-                "partition", "policy", "reference", "search")
+                "partition", "policy", "reference", "search", "spatial")
 
 
 def __getattr__(name: str):

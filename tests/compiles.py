@@ -1,33 +1,6 @@
-"""Count XLA compilations per jitted function, from `jax.log_compiles` records."""
+"""Count XLA compilations per jitted function (the library's helper, re-exported for
+the tests: `from compiles import count_compiles`)."""
 
-from __future__ import annotations
+from jaxplace.bench.compiles import CompileCounts, count_compiles
 
-import logging
-import re
-from collections import Counter
-from contextlib import contextmanager
-
-import jax
-
-_PATTERN = re.compile(r"Compiling jit\(([^)]+)\)")
-
-
-@contextmanager
-def count_compiles():
-    """Yields a Counter {jitted function name: compilations} filled while active."""
-    counts: Counter = Counter()
-
-    class Handler(logging.Handler):
-        def emit(self, record):
-            m = _PATTERN.match(record.getMessage())
-            if m:
-                counts[m.group(1)] += 1
-
-    handler = Handler(level=logging.DEBUG)
-    logger = logging.getLogger("jax")
-    logger.addHandler(handler)
-    try:
-        with jax.log_compiles():
-            yield counts
-    finally:
-        logger.removeHandler(handler)
+__all__ = ["CompileCounts", "count_compiles"]

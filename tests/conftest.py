@@ -3,6 +3,9 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(__file__))
+# No persistent XLA cache in the user's home from tests (the decoder turns it on at
+# first use): tests that want one set JAXPLACE_CACHE_DIR to a tmp folder.
+os.environ.setdefault("JAXPLACE_CACHE_DIR", "")
 
 from hypothesis import HealthCheck, settings  # noqa: E402
 

@@ -10,6 +10,13 @@ G generations: "brkga-10x10" is the paper's brkga-100, "brkga-100x100" its
 brkga-10000), "mla", "mla-weighted", "dfs", "default", or any `jaxplace.search` method
 name (budget 10,000).
 
+`--suite regal-time`: time to solution as a user meets it (issue 14): fresh REGAL
+graphs (`--count`, default 30; graph i with k = ks[i % len(ks)], default 4,8,16), each
+jaxplace method in a fresh process (cold wall with compiles, XLA programs compiled,
+warm wall), the C++ BRKGA peer (`cpp-brkga-10000`) in the same run, cost ratios and
+the cost-vs-wall-time curve; see `jaxplace.bench.search_time`. Exit status 1 when a
+target of issue 14 is missed.
+
 `--suite dnn`: DNN-like graphs of the generators (transformer, resnet, inception, unet;
 100-400 nodes, jitter seed `--seed` + 1) for k in `--ks` (default 2,4,8): the default
 search, then `jaxplace.certify` (simple, bottleneck, exact MIP with the search's
@@ -32,13 +39,20 @@ DEFAULT_METHODS = ("random-1,random-100,random-10000,brkga-10x10,brkga-100x100,m
 
 
 def add_arguments(p) -> None:
-    p.add_argument("--count", type=int, default=100, help="number of REGAL graphs")
+    p.add_argument("--count", type=int, default=None,
+                   help="number of REGAL graphs (default 100; regal-time: 30)")
     p.add_argument("--ks", default="2,4,8,16,32,64", help="comma-separated k values")
     p.add_argument("--methods", default=DEFAULT_METHODS, help="comma-separated methods")
     p.add_argument("--seed", type=int, default=0, help="seed of the graph set and searches")
     p.add_argument("--markdown", default=None, help="also write the tables to this file")
-    p.add_argument("--suite", choices=("regal", "dnn"), default="regal",
-                   help="regal: the ICML table; dnn: optimality check on DNN-like graphs")
+    p.add_argument("--suite", choices=("regal", "regal-time", "dnn"), default="regal",
+                   help="regal: the ICML table; regal-time: time to solution against the "
+                   "C++ BRKGA peer (methods default,brkga-10000,cpp-brkga-10000); dnn: "
+                   "optimality check on DNN-like graphs")
+    p.add_argument("--cache", choices=("fresh", "user", "off"), default="fresh",
+                   help="regal-time: each worker's compilation cache (fresh: empty, a "
+                   "first run; user: JAXPLACE_CACHE_DIR as set, e.g. after warmup)")
+    p.add_argument("--json", default=None, help="regal-time: also write the records here")
     p.add_argument("--time-limit", type=float, default=60.0,
                    help="dnn suite: seconds for the certificate (exact MIP) per instance")
     p.add_argument("--min-nodes", type=int, default=0,
@@ -52,17 +66,22 @@ DNN_SUITE = (("transformer", {"layers": 16}), ("resnet", {"stages": (3, 8, 12, 3
              ("resnet", {"stages": (3, 4, 23, 3), "block": "bottleneck"}))
 
 
-def run_method(problem, name: str, seed: int):
-    """One search by bench name; returns the Result."""
+#: The paper's names for BRKGA settings.
+ALIASES = {"brkga-10000": "brkga-100x100", "brkga-100": "brkga-10x10"}
+
+
+def run_method(problem, name: str, seed: int, **kw):
+    """One search by bench name (keywords such as `observer` go to `search`)."""
     from jaxplace.search import search
 
+    name = ALIASES.get(name, name)
     if m := re.fullmatch(r"random-(\d+)", name):
-        return search(problem, "random", budget=int(m[1]), seed=seed, progress=False)
+        return search(problem, "random", budget=int(m[1]), seed=seed, progress=False, **kw)
     if m := re.fullmatch(r"brkga-(\d+)x(\d+)", name):
         P, G = int(m[1]), int(m[2])
         return search(problem, "brkga", budget=P * G, population_size=P, seed=seed,
-                      progress=False)
-    return search(problem, name, seed=seed, progress=False)
+                      progress=False, **kw)
+    return search(problem, name, seed=seed, progress=False, **kw)
 
 
 def _table(head, rows):
@@ -118,6 +137,13 @@ def run_dnn(args) -> int:
 def run(args) -> int:
     if args.suite == "dnn":
         return run_dnn(args)
+    if args.suite == "regal-time":
+        from jaxplace.bench import search_time
+
+        args.count = 30 if args.count is None else args.count
+        args.methods_given = args.methods != DEFAULT_METHODS
+        return search_time.run(args)
+    args.count = 100 if args.count is None else args.count
     import jaxplace as jp
     from jaxplace.generators import regal_set
 

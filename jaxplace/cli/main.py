@@ -28,6 +28,8 @@ COMMANDS = {
     "bench": "jaxplace.cli.cmd_bench",
     "train": "jaxplace.cli.cmd_train",
     "export": "jaxplace.cli.cmd_export",
+    "warmup": "jaxplace.cli.cmd_warmup",
+    "spatial": "jaxplace.cli.cmd_spatial",
 }
 
 EXIT_BAD_INPUT = 2
@@ -110,29 +112,6 @@ def _host_devices() -> None:
             f"{flags} --xla_force_host_platform_device_count={count}".strip())
 
 
-def _compile_cache() -> None:
-    """Keep compiled XLA programs on disk between runs: the decoder and the search
-    loop compile once per padded shape (seconds each), so a second run on a graph of
-    similar size starts at once. JAXPLACE_CACHE_DIR moves it; set it empty to disable.
-    Set through JAX's environment variables, read when JAX is first imported, so that
-    commands which never use JAX do not import it."""
-    import os
-
-    path = os.environ.get("JAXPLACE_CACHE_DIR")
-    if path is None:
-        path = os.path.join(os.path.expanduser("~"), ".cache", "jaxplace", "xla")
-    if not path:
-        return
-    if "jax" in sys.modules:
-        import jax
-
-        jax.config.update("jax_compilation_cache_dir", path)
-        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
-        return
-    os.environ["JAX_COMPILATION_CACHE_DIR"] = path
-    os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0.5")
-
-
 def _leave_now(code: int) -> None:
     """Exit at once, without waiting for a worker thread stuck in a C call (XLA's
     compiler, HiGHS): interpreter shutdown would wait for it or crash in it."""
@@ -159,7 +138,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return EXIT_BAD_INPUT
     _host_devices()
-    _compile_cache()
+    from jaxplace.compile_cache import enable_compile_cache
+
+    enable_compile_cache()  # JAXPLACE_CACHE_DIR; empty: off
     try:
         code = int(command_module(args.command).run(args) or 0)
     except JaxplaceError as exc:

@@ -9,6 +9,7 @@
   host batching (batching.py); window policies (window.py); decoding (decoding.py).
 """
 
+from jaxplace.compile_cache import enable_compile_cache as _enable_compile_cache
 from jaxplace.decoder.batching import Batching
 from jaxplace.decoder.evaluate import (
     EVALUATORS,
@@ -35,6 +36,10 @@ from jaxplace.decoder.window import (
     block_bound,
     block_bounds,
 )
+
+# the persistent compilation cache, on first use of the decoder (not at `import
+# jaxplace`); JAXPLACE_CACHE_DIR moves it, empty turns it off
+_enable_compile_cache()
 
 __all__ = [
     "EVALUATORS",
