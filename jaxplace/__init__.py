@@ -37,7 +37,8 @@ _LAZY = {
     "load_cluster": "jaxplace.cluster",
 }
 _SUBPACKAGES = ("bounds", "cluster", "cost", "decoder", "formats", "generators", "importers",
-                "partition", "policy", "reference", "search", "spatial")
+                "latency", "llm",
+                "partition", "policy", "reference", "relax", "search", "spatial")
 
 
 def __getattr__(name: str):

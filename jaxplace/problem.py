@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
 
 from jaxplace.errors import JaxplaceError
 from jaxplace.graph import CompGraph
@@ -16,6 +18,8 @@ def _plain(v) -> str:
     return repr(v)
 
 
+#: The objectives a Problem can have.
+OBJECTIVES = ("throughput", "latency")
 #: Relative slack on the hard capacity (see `Problem.capacity_limit`).
 CAPACITY_RTOL = 1e-9
 
@@ -36,19 +40,27 @@ class Problem:
             CPU block costs the sum of the nodes' `cpu_latency` (a graph node
             attribute) and pays no transfers; nodes whose `supported_on_accel` is false
             may only go to a CPU. Blocks 0..k-1 are accelerators, k..k+cpus-1 CPUs.
+        cluster: a `jaxplace.cluster.Cluster`; k then defaults to its device count.
+            Required by the latency objective; with "throughput" only a uniform
+            cluster is accepted (it only sets k).
+        objective: "throughput" (the MTPP bottleneck, above) or "latency" (the makespan
+            of one inference on `cluster`, `jaxplace.latency`; k = its device count).
     """
 
     graph: CompGraph
-    k: int
+    k: int | None = None
     bandwidth: float = 1.0
     memory: float | None = None
     capacity: float | None = None
     cpus: int = 0
+    cluster: Any = None
+    objective: str = "throughput"
 
     def __post_init__(self):
         if not isinstance(self.graph, CompGraph):
             raise JaxplaceError(f"expected a CompGraph, got {type(self.graph).__name__}",
                                 field="graph")
+        self._check_objective()
         k = self.k
         if isinstance(k, bool) or not isinstance(k, int | float) or k != int(k):
             raise JaxplaceError(f"must be an integer, got {_plain(k)}", field="k")
@@ -77,6 +89,47 @@ class Problem:
         if self.cpus and "cpu_latency" not in self.graph.node_attrs:
             raise JaxplaceError("CPU blocks need the node attribute 'cpu_latency', which "
                                 "the graph lacks", field="cpus")
+
+    def _check_objective(self) -> None:
+        if self.objective not in OBJECTIVES:
+            raise JaxplaceError(f"must be one of {', '.join(OBJECTIVES)}, got "
+                                f"{self.objective!r}", field="objective")
+        c = self.cluster
+        if c is not None:
+            from jaxplace.cluster.model import Cluster
+
+            if not isinstance(c, Cluster):
+                raise JaxplaceError(f"expected a Cluster, got {type(c).__name__}",
+                                    field="cluster")
+            if self.k is None:
+                object.__setattr__(self, "k", c.num_devices)
+        if self.objective == "latency":
+            if c is None:
+                raise JaxplaceError("the latency objective needs a cluster", field="cluster")
+            if self.k != c.num_devices:
+                raise JaxplaceError(f"must equal the cluster's {c.num_devices} devices "
+                                    f"for the latency objective, got {_plain(self.k)}",
+                                    field="k")
+            if self.cpus:
+                raise JaxplaceError("CPU blocks do not apply to the latency objective",
+                                    field="cpus")
+        elif c is not None and not c.is_uniform:
+            raise JaxplaceError("the throughput objective needs identical devices and "
+                                "links; use objective='latency' for this cluster",
+                                field="cluster")
+        if self.k is None:
+            raise JaxplaceError("missing: give k or a cluster", field="k")
+        if self.objective == "latency":
+            self.latency  # noqa: B018 (builds the instance now: a graph too big fails here)
+
+    @cached_property
+    def latency(self):
+        """The `LatencyInstance` of a latency problem (None for throughput)."""
+        if self.objective != "latency":
+            return None
+        from jaxplace.latency.times import instance_from
+
+        return instance_from(self.graph, self.cluster)
 
     @property
     def capacity_limit(self) -> float:
@@ -119,6 +172,7 @@ class Problem:
     def replace(self, **changes) -> Problem:
         """A copy with some fields changed (validated again)."""
         fields = dict(graph=self.graph, k=self.k, bandwidth=self.bandwidth,
-                      memory=self.memory, capacity=self.capacity, cpus=self.cpus)
+                      memory=self.memory, capacity=self.capacity, cpus=self.cpus,
+                      cluster=self.cluster, objective=self.objective)
         fields.update(changes)
         return Problem(**fields)

@@ -121,3 +121,31 @@ def test_bench_frameworks_cluster_rows(tmp_path, capsys):
     out = capsys.readouterr().out
     row = [line for line in out.splitlines() if " 3  " in line and "orders" in line]
     assert row and "optimal (6 orders)" in row[-1]
+
+
+def test_partition_config_on_cluster_then_export(tmp_path, capsys):
+    import json
+
+    from jaxplace.cli.main import main
+
+    config = tmp_path / "tiny.json"
+    config.write_text(json.dumps({**TINY, "jaxplace": {"mode": "inference"}}))
+    result = tmp_path / "r.json"
+    assert main(["partition", str(config), "--cluster", "moirai_intra", "-q",
+                 "-o", str(result)]) == 0
+    r = json.loads(result.read_text())
+    plan = cluster_split(TINY, load_cluster("moirai_intra"), mode="inference")
+    assert r["assignment"] == plan.assignment.tolist()
+    assert r["bottleneck"] == pytest.approx(plan.bottleneck)
+    assert r["stage_devices"] == [load_cluster("moirai_intra").names[d] for d in plan.devices]
+    capsys.readouterr()
+    assert main(["export", str(result), "--to", "vllm"]) == 0
+    out = capsys.readouterr().out
+    assert "VLLM_PP_LAYER_PARTITION=" in out and "rank 0: " in out
+    # training does not fit a 1 MB device: one line, exit 2, nothing written
+    small = tmp_path / "c.json"
+    small.write_text(json.dumps({"devices": [{"name": "x", "profile": "t4", "memory": 1e6}]}))
+    bad = tmp_path / "bad.json"
+    assert main(["partition", str(config), "--cluster", str(small), "-q", "-o", str(bad)]) == 2
+    assert not bad.exists()
+    assert "memory" in capsys.readouterr().err

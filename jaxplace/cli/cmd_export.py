@@ -25,8 +25,18 @@ def run(args) -> int:
     from jaxplace.export import export_plan, plan_from_result
     from jaxplace.formats import write_json
 
+    from dataclasses import replace
+
+    from jaxplace.formats import read_json
+
     check_output(args.output, inputs=[args.result])
+    result = read_json(args.result)
     exp = export_plan(plan_from_result(args.result), args.to)
+    devices = result.get("stage_devices") if isinstance(result, dict) else None
+    if isinstance(devices, list) and devices:  # a plan for an unequal cluster
+        order = ", ".join(f"rank {s}: {d}" for s, d in enumerate(devices))
+        exp = replace(exp, assumptions=(*exp.assumptions, "pipeline ranks run on the "
+                                        f"cluster's devices in this order ({order})"))
     if args.output == "-":
         write_json("-", exp.to_dict())
         return 0

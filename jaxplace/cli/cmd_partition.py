@@ -58,6 +58,12 @@ def add_arguments(p) -> None:
     p.add_argument("--certify-time", type=seconds, default=60.0,
                    help="seconds per lower-bound method for --certify")
     p.add_argument("--threads", type=positive_int, default=1, help="HiGHS threads")
+    p.add_argument("--cluster", default=None, metavar="FILE_OR_EXAMPLE",
+                   help="cluster file (devices, memory, links) or a shipped example: "
+                   "moirai_inter, moirai_intra")
+    p.add_argument("--objective", choices=("throughput", "latency"), default="throughput",
+                   help="throughput: pipeline stages (the bottleneck); latency: the "
+                   "makespan of one inference on --cluster")
     add_quiet_arg(p)
 
 
@@ -145,6 +151,17 @@ def run(args) -> int:
     from jaxplace.formats import save_result
     from jaxplace.report import stage_table
 
+    if args.objective == "latency":
+        from jaxplace.cli.partition_latency import run_latency
+
+        return run_latency(args)
+    if args.cluster:
+        from jaxplace.cli.partition_cluster import is_config_file, run_config_on_cluster
+        from jaxplace.cli.partition_latency import load_cluster_arg, throughput_cluster_k
+
+        if is_config_file(args.file):  # a decoder config: exact split on any cluster
+            return run_config_on_cluster(args, load_cluster_arg(args))
+        throughput_cluster_k(args)
     check_output(args.output, inputs=[args.file])
     problem, source = load_input(args)
     with Runner(quiet=args.quiet) as runner:

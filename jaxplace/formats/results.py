@@ -60,10 +60,54 @@ def result_dict(problem: Problem, partition, *, method: str | None = None,
 
 
 def save_result(path: str | os.PathLike, problem: Problem, partition, **kwargs) -> dict:
-    """Write the result JSON atomically; returns the dict written."""
-    data = result_dict(problem, partition, **kwargs)
+    """Write the result JSON atomically; returns the dict written. For a latency
+    problem, `partition` is the `jaxplace.latency.Schedule` or the search `Result`
+    (see `latency_result_dict`)."""
+    if problem.objective == "latency":
+        data = latency_result_dict(problem, partition, **kwargs)
+    else:
+        data = result_dict(problem, partition, **kwargs)
     write_json(path, data)
     return data
+
+
+LATENCY_FORMAT = "jaxplace-latency-result/1"
+
+
+def latency_result_dict(problem: Problem, schedule, *, method: str | None = None,
+                        seed: int | None = None, timings: dict | None = None,
+                        lower_bound: float | None = None, source: str | None = None,
+                        extra: dict | None = None, **_ignored) -> dict:
+    """The JSON-ready result of a latency schedule: per op its device (by name), start
+    and finish (seconds), per transfer the tensor (index and producer), source and
+    destination devices, start and finish, and the makespan."""
+    from jaxplace.latency.reference import critical_path
+    from jaxplace.latency.reference import lower_bound as latency_lb
+    from jaxplace.latency.summary import device_summary
+
+    schedule = getattr(schedule, "schedule", schedule)  # a search Result or its Schedule
+    inst = problem.latency
+    g, names = problem.graph, inst.device_names
+    dev = np.asarray(schedule.device)
+    ops = [{"id": g.node_ids[v], "device": names[dev[v]] if dev[v] >= 0 else None,
+            "start": float(schedule.start[v]), "finish": float(schedule.finish[v])}
+           for v in range(g.num_nodes)]
+    transfers = [{"tensor": t.tensor, "producer": g.node_ids[int(g.tensor_producer[t.tensor])],
+                  "bytes": float(inst.tensor_bytes[t.tensor]), "source": names[t.src],
+                  "destination": names[t.dst], "start": t.start, "finish": t.finish}
+                 for t in schedule.transfers]
+    lb = latency_lb(inst) if lower_bound is None else float(lower_bound)
+    out = {
+        "format": LATENCY_FORMAT, "objective": "latency", "source": source,
+        "cluster": problem.cluster.name, "num_nodes": g.num_nodes, "method": method,
+        "seed": seed, "makespan": schedule.makespan, "lower_bound": lb,
+        "ratio": schedule.makespan / lb if lb > 0 else None,
+        "critical_path": critical_path(inst), "devices": device_summary(inst, schedule),
+        "assignment": dev, "node_ids": list(g.node_ids), "ops": ops,
+        "transfers": transfers, "timings": timings or {},
+    }
+    out.update(extra or {})
+    return out
 
 
 def load_assignment(path: str | os.PathLike, problem: Problem) -> np.ndarray:

@@ -151,7 +151,8 @@ def validate_schedule(inst: LatencyInstance, s: Schedule, *, rtol: float = TIME_
         used = inst.memory[dev == p].sum()
         assert used <= inst.capacity[p] * (1 + rtol), f"device {p} memory {used}"
         ops = np.flatnonzero(dev == p)
-        ops = ops[np.argsort(s.start[ops], kind="stable")]
+        # by (start, finish): a zero-time op may share its start with the next op
+        ops = ops[np.lexsort((s.finish[ops], s.start[ops]))]
         for a, b in zip(ops[:-1], ops[1:], strict=True):
             assert s.start[b] >= s.finish[a] - eps, f"ops {a} and {b} overlap on device {p}"
     arrival: dict[tuple[int, int], float] = {}
@@ -167,7 +168,7 @@ def validate_schedule(inst: LatencyInstance, s: Schedule, *, rtol: float = TIME_
     for port, key in (("send", "src"), ("receive", "dst")):
         for p in range(d):
             ts = sorted((t for t in s.transfers if getattr(t, key) == p),
-                        key=lambda t: t.start)
+                        key=lambda t: (t.start, t.finish))
             for a, b in zip(ts[:-1], ts[1:], strict=True):
                 assert b.start >= a.finish - eps, f"{port} port of device {p} overlaps"
     for e in range(g.num_tensors):

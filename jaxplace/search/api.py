@@ -8,11 +8,10 @@ from collections.abc import Callable
 
 import numpy as np
 
-from jaxplace.cost import simple_lower_bound
 from jaxplace.errors import JaxplaceError
 from jaxplace.problem import Problem
 from jaxplace.search.registry import get_method
-from jaxplace.search.request import SearchRequest
+from jaxplace.search.request import SearchRequest, problem_lower_bound
 from jaxplace.search.result import Result
 from jaxplace.search.stop import Progress, StopRule
 
@@ -24,6 +23,10 @@ def search(problem: Problem, method: str | None = None, *, budget: int | None = 
            progress: bool | None = None, population_size: int | None = None,
            seeds=None, **options) -> Result:
     """Best partition of `problem` found by `method` within `budget` evaluations.
+
+    For a latency problem (`Problem(..., objective="latency")`) the cost is the
+    makespan of one inference and `Result.schedule` holds the schedule
+    (`jaxplace.latency.search`).
 
     Args:
         problem: the instance.
@@ -106,7 +109,7 @@ def _stop_rule(problem: Problem, stop: StopRule | None, time_limit, target_ratio
     if time_limit is not None:
         stop = StopRule(time_limit, stop.target, stop.patience, stop.cancel)
     if stop.target is None:
-        lb = float(simple_lower_bound(problem))
+        lb = problem_lower_bound(problem)
         target = lb * (1 + 1e-6) if target_ratio is None else lb * max(target_ratio, 1.0)
         stop = StopRule(stop.time_limit, target, stop.patience, stop.cancel)
     return stop

@@ -66,6 +66,10 @@ def default_search(req: SearchRequest):
     `moves`, `focus`, `patience`, `brkga_patience`, `seed_brkga` (heuristic orders in
     BRKGA's first population, else only local-search starts), `restarts` (local
     searches after a stagnation stop, from the next best distinct start)."""
+    if req.latency:
+        from jaxplace.latency.search import latency_default
+
+        return latency_default(req)
     problem, opt = req.problem, dict(req.options)
     budget = req.budget
     local_batch = opt.get("local_batch", LOCAL_BATCH)

@@ -10,11 +10,11 @@ from dataclasses import replace
 
 import jax
 
+from jaxplace.errors import JaxplaceError
 from jaxplace.search.baselines import dfs_order, order_to_priorities
 from jaxplace.search.driver import LoopOutcome, run_program
 from jaxplace.search.programs import (
     ArrangementFitness,
-    DecodeFitness,
     EvosaxProgram,
     RandomProgram,
     SearchData,
@@ -40,7 +40,7 @@ def evolve(req: SearchRequest, name: str, *, budget: int | None = None,
     spec = req.spec
     P = population or req.population_size or DEFAULT_POPULATION
     options = tuple(sorted((req.options if options is None else options).items()))
-    fitness = fitness or DecodeFitness(spec, req.window)
+    fitness = fitness or req.fitness
     program = EvosaxProgram(name, P, spec.width, fitness, options)
     if data is None:
         data = SearchData(g=req.graph)
@@ -72,7 +72,7 @@ def random_search(req: SearchRequest):
     batch = -(-budget // -(-budget // 512))  # <= 512 per step, the budget in equal steps
     k_init, k_run = jax.random.split(req.key)
     X0 = initial_population(k_init, batch, spec.width, None)
-    out = run_program(RandomProgram(spec.width, batch, DecodeFitness(spec, req.window)),
+    out = run_program(RandomProgram(spec.width, batch, req.fitness),
                       SearchData(g=req.graph), k_run, X0, (budget - batch) // batch,
                       req.run("random"))
     return finish(req, "random", out.best_x, out.evaluations, out.history, out.interrupted)
@@ -89,6 +89,9 @@ def arrangement_method(weighted: bool):
     label = "mla-weighted" if weighted else "mla"
 
     def run(req: SearchRequest):
+        if req.latency:
+            raise JaxplaceError(f"{label} optimizes the pipeline order; it does not "
+                                "apply to the latency objective", field="method")
         spec = req.spec
         data = SearchData(g=req.graph, la=arrangement_edges(req.problem, weighted))
         out = evolve(req, "BRKGA", fitness=ArrangementFitness(spec), data=data,

@@ -11,8 +11,9 @@ satisfies the `Program` protocol:
 Device arrays (the padded graph, tunable parameters) travel in `data`, a
 `SearchData` pytree, so one compiled chunk serves every graph of the same padded
 shape. What a candidate costs is a `Fitness`: a hashable callable
-`fitness(data, X) -> (P,)`: the decoder (`DecodeFitness`) or the linear-arrangement
-surrogate (`ArrangementFitness`); other objectives plug in the same way.
+`fitness(data, X) -> (P,)`: the decoder (`DecodeFitness`), the latency list scheduler
+(`LatencyFitness`) or the linear-arrangement surrogate (`ArrangementFitness`); other
+objectives plug in the same way.
 
 Candidates are (P, width) float32 priority rows; columns >= n are padding that the
 decoder ignores.
@@ -99,6 +100,19 @@ class DecodeFitness:
 
     def __call__(self, data: SearchData, X: jnp.ndarray) -> jnp.ndarray:
         return score(self.spec, data.g, X, window=self.window)
+
+
+@dataclass(frozen=True)
+class LatencyFitness:
+    """The makespan of the list schedule of Kahn(x) (`jaxplace.latency.decoder`):
+    the objective of latency problems; `data.g` is a `LatencyGraph`."""
+
+    spec: Any  # jaxplace.latency.decoder.LatencySpec
+
+    def __call__(self, data: SearchData, X: jnp.ndarray) -> jnp.ndarray:
+        from jaxplace.latency.decoder import score as latency_score
+
+        return latency_score(self.spec, data.g, X)
 
 
 @dataclass(frozen=True)
@@ -361,6 +375,7 @@ class ShiftSearch:
         return (x, fx), X, f
 
 
-__all__ = ["ArrangementFitness", "DecodeFitness", "EvosaxProgram", "Fitness", "Program",
+__all__ = ["ArrangementFitness", "DecodeFitness", "EvosaxProgram", "Fitness",
+           "LatencyFitness", "Program",
            "RandomProgram", "SearchData", "ShiftSearch", "algorithms", "arrangement_cost",
            "arrangement_edges", "neighbour_table", "order_priorities", "orders_of"]

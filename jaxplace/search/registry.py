@@ -45,7 +45,20 @@ def _policy_method(name: str):
     def run(req: SearchRequest) -> Result:
         from jaxplace.search.policy import policy_search
 
+        if req.latency:
+            raise JaxplaceError(f"{name} was trained for pipeline stages; it does not "
+                                "apply to the latency objective", field="method")
         return policy_search(req, coupled=(name == "policy+brkga"))
+
+    run.__name__ = f"run_{name.replace('+', '_')}"
+    return run
+
+
+def _relax_method(name: str):
+    def run(req: SearchRequest) -> Result:
+        from jaxplace.relax.search import relax_brkga_search, relax_search
+
+        return (relax_brkga_search if name == "relax+brkga" else relax_search)(req)
 
     run.__name__ = f"run_{name.replace('+', '_')}"
     return run
@@ -67,6 +80,10 @@ def _build() -> dict[str, Method]:
                          "the shipped GNN policy: greedy plus samples"),
         "policy+brkga": Method("policy+brkga", _policy_method("policy+brkga"),
                                description="BRKGA seeded and mutated from the policy"),
+        "relax": Method("relax", _relax_method("relax"), 256,
+                        "gradient descent on a smooth surrogate, decoded exactly"),
+        "relax+brkga": Method("relax+brkga", _relax_method("relax+brkga"),
+                              description="BRKGA seeded with relaxed solutions"),
     }
     for name in algorithms():
         if name != "BRKGA":

@@ -63,7 +63,21 @@ class SearchRequest:
 
     @cached_property
     def lower_bound(self) -> float:
-        return float(simple_lower_bound(self.problem))
+        return problem_lower_bound(self.problem)
+
+    @property
+    def latency(self) -> bool:
+        return self.problem.objective == "latency"
+
+    @cached_property
+    def fitness(self):
+        """What a candidate costs: the throughput decoder (with the window) or, for
+        latency problems, the makespan of the list schedule."""
+        from jaxplace.search.programs import DecodeFitness, LatencyFitness
+
+        if self.latency:
+            return LatencyFitness(self.spec)
+        return DecodeFitness(self.spec, self.window)
 
     @cached_property
     def device(self):
@@ -72,6 +86,10 @@ class SearchRequest:
         unless `SPEC_STEPS` is 0."""
         from jaxplace.decoder.layout import device_graph, graph_structure, search_spec
 
+        if self.latency:  # (LatencySpec, LatencyGraph) of the list scheduler
+            from jaxplace.latency.decoder import latency_graph
+
+            return latency_graph(self.problem.latency)
         st = graph_structure(self.problem.graph)
         spec = search_spec(self.problem, st, SPEC_STEPS) if SPEC_STEPS else None
         return device_graph(self.problem, spec, structure=st)
@@ -80,9 +98,15 @@ class SearchRequest:
     def first_solution(self) -> Result | None:
         """The DFS linearization sliced once by the float64 reference; over
         FIRST_SOLUTION_MAX_NODES (where the O(n^2 k) DP takes seconds) cut into k
-        pieces of equal work instead (plain problems only, else None)."""
+        pieces of equal work instead (plain problems only, else None). Latency
+        problems: the EFT greedy's list schedule."""
         from jaxplace.search.baselines import dfs_order, order_to_priorities
 
+        if self.latency:  # the EFT greedy (HEFT upward ranks)
+            from jaxplace.latency.search import latency_seeds
+
+            return finish(self, "eft", latency_seeds(self.problem)[0], 1, History.empty(),
+                          False)
         order = dfs_order(self.problem.graph)
         x = order_to_priorities(order)
         if self.problem.n <= FIRST_SOLUTION_MAX_NODES:
@@ -103,6 +127,8 @@ class SearchRequest:
         them are worse than the first solution, and get an achievable over-estimate.
         Rounded up to a power of two so that graphs of one bucket share programs.
         """
+        if self.latency:
+            return None
         first = self.first_solution
         if not self.windowed or first is None or not np.isfinite(first.cost):
             return None
@@ -133,11 +159,24 @@ def finish(req: SearchRequest, method: str, x, evaluations: int, history: Histor
            interrupted: bool, info: dict | None = None) -> Result:
     """The `Result` of priorities x, decoded by the float64 reference (exact)."""
     x = np.asarray(x, np.float32)[:req.problem.n]
+    if req.latency:
+        from jaxplace.latency.search import latency_result
+
+        return latency_result(req, method, x, evaluations, history, interrupted, info)
     part = decode_reference(req.problem, x)
     return Result(cost=float(part.cost), partition=part, priorities=x,
                   evaluations=int(evaluations), wall_time=time.perf_counter() - req.start,
                   history=history, method=method, lower_bound=req.lower_bound,
                   interrupted=interrupted, info=info or {})
+
+
+def problem_lower_bound(problem: Problem) -> float:
+    """The simple lower bound of the problem's objective (bottleneck or makespan)."""
+    if problem.objective == "latency":
+        from jaxplace.latency.reference import lower_bound
+
+        return lower_bound(problem.latency)
+    return float(simple_lower_bound(problem))
 
 
 def balanced_cut(problem: Problem, order: np.ndarray) -> Partition | None:
@@ -174,4 +213,4 @@ def initial_population(key, P: int, width: int, seeds: np.ndarray | None) -> np.
     return X0
 
 
-__all__ = ["SearchRequest", "finish", "initial_population"]
+__all__ = ["SearchRequest", "finish", "initial_population", "problem_lower_bound"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -56,6 +57,9 @@ class Result:
         method: the method name.
         lower_bound: the simple lower bound of the problem.
         interrupted: True when Ctrl-C or the time limit stopped the search early.
+        schedule: for latency problems, the `jaxplace.latency.Schedule` (device,
+            start and finish of every op, the transfers); `cost` is its makespan and
+            `partition.assignment` the device of every op. None otherwise.
     """
 
     cost: float
@@ -68,6 +72,7 @@ class Result:
     lower_bound: float
     interrupted: bool = False
     info: dict = field(default_factory=dict)
+    schedule: Any = None
 
     @property
     def ratio(self) -> float:

@@ -1,0 +1,132 @@
+"""`jaxplace bench latency`: one inference's makespan on MOIRAI's two testbeds.
+
+For GPT- and Swin-like op graphs (`jaxplace.latency.models`, 1,000-2,000 ops) on the
+clusters `moirai_inter` and `moirai_intra` (MOIRAI, Zhang et al. 2023, Table III),
+prints the makespan of the fastest single device, the EFT greedy (HEFT upward ranks,
+our m-SCT stand-in), the best contiguous pipeline and the default search (with
+`--time-limit` seconds), the lower bound max(critical path, work / devices), and the
+search's speedup over each baseline; then the batched scheduler's throughput
+(candidates/s at n ~ 1,000 ops, 4 devices, float32, compile excluded).
+
+MOIRAI's reported speedups of its MILP (Sec. IV-B, original graphs): up to 1.77x /
+1.7x over m-SCT, 1.33x / 1.35x over GETF, 2.98x / 4.12x over Placeto (inter / intra).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+import numpy as np
+
+HELP = "latency (makespan) of one inference on MOIRAI's testbeds; scheduler throughput"
+
+MOIRAI = {"m-SCT": (1.77, 1.7), "GETF": (1.33, 1.35), "Placeto": (2.98, 4.12)}
+
+
+def add_arguments(p) -> None:
+    p.add_argument("--models", default="gpt3-330m,swin-1.8b,gpt3-13b",
+                   help="comma-separated names of jaxplace.latency.models.MODELS")
+    p.add_argument("--clusters", default="moirai_inter,moirai_intra")
+    p.add_argument("--time-limit", type=float, default=60.0,
+                   help="seconds for the default search per instance")
+    p.add_argument("--budget", type=int, default=None, help="search evaluations")
+    p.add_argument("--pop", type=int, default=256,
+                   help="candidates per call in the throughput measurement")
+    p.add_argument("--repeat", type=int, default=3, help="timed calls (throughput)")
+    p.add_argument("--no-search", action="store_true", help="baselines only")
+    p.add_argument("--throughput-only", action="store_true",
+                   help="only the scheduler throughput")
+    p.add_argument("--seed", type=int, default=0)
+
+
+def _ms(x: float) -> str:
+    return f"{x * 1e3:.4g}" if np.isfinite(x) else "inf (no fit)"
+
+
+def _speed(base: float, ours: float) -> str:
+    if not np.isfinite(ours):
+        return "-"
+    return f"{base / ours:.3f}x" if np.isfinite(base) else "(baseline infeasible)"
+
+
+def run_instances(args) -> list[list[str]]:
+    import jaxplace as jp
+    from jaxplace.cluster import load_cluster
+    from jaxplace.latency.baselines import BASELINES
+    from jaxplace.latency.instance import validate_schedule
+    from jaxplace.latency.models import MODELS
+    from jaxplace.latency.reference import lower_bound
+
+    rows = []
+    for name in [m.strip() for m in args.models.split(",") if m.strip()]:
+        g = MODELS[name]()
+        for cname in [c.strip() for c in args.clusters.split(",") if c.strip()]:
+            pr = jp.Problem(g, cluster=load_cluster(cname), objective="latency")
+            inst = pr.latency
+            spans = {}
+            for b, fn in BASELINES.items():
+                s = fn(inst)
+                if np.isfinite(s.makespan):
+                    validate_schedule(inst, s)
+                spans[b] = s.makespan
+            ours, secs, evals = float("nan"), 0.0, 0
+            if not args.no_search:
+                r = jp.search(pr, time_limit=args.time_limit, budget=args.budget,
+                              seed=args.seed, progress=False)
+                validate_schedule(inst, r.schedule)
+                ours, secs, evals = r.cost, r.wall_time, r.evaluations
+            lb = lower_bound(inst)
+            row = [name, str(g.num_nodes), cname, _ms(lb), _ms(spans["single"]),
+                   _ms(spans["eft"]), _ms(spans["pipeline"]), _ms(ours),
+                   _speed(spans["single"], ours), _speed(spans["eft"], ours),
+                   _speed(spans["pipeline"], ours), f"{secs:.0f}", str(evals)]
+            print(" | ".join(row), flush=True)
+            rows.append(row)
+    return rows
+
+
+def throughput(args) -> tuple[int, float, float, float]:
+    """(n, candidates per wall second, per CPU second, compile seconds) of the float32
+    scheduler at n ~ 1,000, d = 4. The CPU-second rate (process time, all threads)
+    is the figure to compare on a shared machine, where the wall rate follows the
+    load of other processes."""
+    import jax.numpy as jnp
+
+    from jaxplace.cluster import load_cluster
+    from jaxplace.latency import decoder as ldec
+    from jaxplace.latency.models import gpt_like
+    from jaxplace.latency.times import instance_from
+
+    g = gpt_like(20, 1024, 16)
+    inst = instance_from(g, load_cluster("moirai_inter"))
+    spec, dg = ldec.latency_graph(inst)
+    X = jnp.asarray(np.random.default_rng(args.seed).random((args.pop, spec.N)), jnp.float32)
+    t0 = time.perf_counter()
+    ldec.score_jit(spec, dg, X).block_until_ready()
+    compile_s = time.perf_counter() - t0
+    best, cpu = np.inf, np.inf
+    for _ in range(args.repeat):
+        t0, c0 = time.perf_counter(), time.process_time()
+        ldec.score_jit(spec, dg, X).block_until_ready()
+        best = min(best, time.perf_counter() - t0)
+        cpu = min(cpu, time.process_time() - c0)
+    return g.num_nodes, args.pop / best, args.pop / cpu, compile_s
+
+
+def run(args) -> int:
+    from jaxplace.bench.search import _table
+
+    head = ["model", "ops", "cluster", "lower bound ms", "single ms", "EFT ms",
+            "pipeline ms", "search ms", "vs single", "vs EFT", "vs pipeline", "search s",
+            "evaluations"]
+    if not args.throughput_only:
+        rows = run_instances(args)
+        print(_table(head, rows))
+    print("\nMOIRAI (MILP) reported, original graphs, inter / intra: "
+          + "; ".join(f"{k} {a}x / {b}x" for k, (a, b) in MOIRAI.items()))
+    n, rate, cpu_rate, comp = throughput(args)
+    print(f"\nscheduler throughput: n={n} ops, 4 devices, float32, {args.pop} candidates "
+          f"per call: {rate:.0f} candidates/s wall, {cpu_rate:.0f} per CPU second (best of "
+          f"{args.repeat}; compile {comp:.1f} s; load average {os.getloadavg()[0]:.1f})")
+    return 0

@@ -1,0 +1,184 @@
+"""Searching priorities for the latency objective (the `jp.search` side).
+
+Every search method that scores candidates through `SearchRequest.fitness` (default,
+random, brkga, every evosax algorithm) scores a latency problem with the batched list
+scheduler (`jaxplace.latency.decoder`); `latency_result` turns the best priorities
+into a `Result` through the float64 reference. The default search for latency:
+
+1. BRKGA (population 100) with the heuristic priorities in its first population: the
+   HEFT upward ranks (so the EFT greedy baseline is a candidate from the start), the
+   DFS linearization, ASAP/ALAP-style seeds of `search.baselines.seed_priorities`;
+   half the budget, stopped after PATIENCE evaluations without improvement.
+2. A (1 + batch) local search (`KeyShift`): each candidate moves a few ops' keys next
+   to another op's key (so Kahn emits it right before or after that op), accepting
+   no-worse candidates; the rest of the budget, same patience.
+3. The answer is the best schedule of the searches, the seeds and the baselines of
+   `jaxplace.latency.baselines` (fastest single device, EFT greedy, best contiguous
+   pipeline), by the float64 reference: the default search is never worse than any of
+   them. A baseline schedule is not always a list schedule of some priorities (the
+   earliest-finish rule never puts a whole graph on a device that is slower for its
+   first ops); when one wins, `Result.info["baseline"]` names it, `Result.schedule`
+   and `Result.assignment` are its, and `Result.priorities` give its op order only.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxplace.latency.instance import Schedule
+from jaxplace.latency.reference import kahn_order, list_schedule
+from jaxplace.partition import Partition
+
+#: Share of the budget spent by BRKGA; the rest goes to the local search.
+BRKGA_SHARE = 0.5
+POPULATION = 100
+LOCAL_BATCH = 64
+LOCAL_CHUNK = 8
+#: Stop a phase after this many evaluations without improvement.
+PATIENCE = 6000
+
+
+def schedule_partition(graph, x, schedule: Schedule) -> Partition:
+    """A `Partition` standing for a schedule: the Kahn order of x, no cuts, the device
+    of every op as its assignment, the makespan as its cost."""
+    return Partition(kahn_order(graph, x), (), np.asarray(schedule.device, np.int64),
+                     float(schedule.makespan))
+
+
+def latency_result(req, method: str, x, evaluations: int, history, interrupted: bool,
+                   info: dict | None = None, schedule: Schedule | None = None):
+    """The `Result` of priorities x for a latency problem: their list schedule (float64
+    reference), or `schedule` when given."""
+    from jaxplace.search.result import Result
+
+    inst = req.problem.latency
+    x = np.asarray(x, np.float32)[:req.problem.n]
+    s = list_schedule(inst, x) if schedule is None else schedule
+    return Result(cost=s.makespan, partition=schedule_partition(inst.graph, x, s),
+                  priorities=x, evaluations=int(evaluations),
+                  wall_time=time.perf_counter() - req.start, history=history,
+                  method=method, lower_bound=req.lower_bound, interrupted=interrupted,
+                  info=info or {}, schedule=s)
+
+
+def latency_seeds(problem) -> np.ndarray:
+    """(S, n) float32 heuristic priorities: HEFT upward ranks first, then the seeds of
+    the throughput search (DFS linearization, layerings)."""
+    from jaxplace.latency.baselines import upward_ranks
+    from jaxplace.search.baselines import seed_priorities
+
+    r = upward_ranks(problem.latency)
+    r = (r / max(float(r.max()), 1e-300)).astype(np.float32)[None]
+    return np.concatenate([r, np.asarray(seed_priorities(problem.graph), np.float32)])
+
+
+@dataclass(frozen=True)
+class KeyShift:
+    """(1 + batch) local search on random keys: a candidate gives `moves` random ops
+    (the first always, the others with probability 1/2) the key of another random op
+    plus or minus a hair, so Kahn tends to emit them next to it; no-worse candidates
+    replace the incumbent (plateau walks)."""
+
+    width: int
+    batch: int
+    fitness: object
+    moves: int = 3
+
+    init_steps = 0
+
+    @property
+    def evaluations_per_step(self) -> int:
+        return self.batch
+
+    def blank(self, data, key, X0):
+        return X0[0], jnp.asarray(jnp.inf, jnp.float32)
+
+    def step(self, data, carry, key):
+        x, fx = carry
+        P, shape = self.batch, (self.batch, self.moves)
+        k_v, k_u, k_s, k_on = jax.random.split(key, 4)
+        n = data.nn
+        v = jax.random.randint(k_v, shape, 0, n)
+        u = jax.random.randint(k_u, shape, 0, n)
+        hair = jnp.where(jax.random.bernoulli(k_s, 0.5, shape), 1e-6, -1e-6)
+        on = jax.random.bernoulli(k_on, 0.5, shape).at[:, 0].set(True)
+        X = jnp.broadcast_to(x, (P, self.width))
+        rows = jnp.arange(P)[:, None]
+        X = X.at[rows, v].set(jnp.where(on, x[u] + hair, X[rows, v]))
+        X = X.at[0].set(jnp.where(jnp.isinf(fx), x, X[0]))  # first step: x itself
+        f = self.fitness(data, X)
+        i = jnp.argmin(f)
+        take = f[i] <= fx
+        return (jnp.where(take, X[i], x), jnp.where(take, f[i], fx)), X, f
+
+
+def latency_default(req):
+    """The default search of a latency problem (module docstring)."""
+    from jaxplace.progress import bar
+    from jaxplace.search.driver import run_program
+    from jaxplace.search.methods import evolve
+    from jaxplace.search.programs import SearchData
+    from jaxplace.search.request import finish
+
+    problem, opt = req.problem, dict(req.options)
+    budget, P = req.budget, max(2, min(req.population_size or POPULATION, req.budget // 3))
+    seeds = latency_seeds(problem)
+    if req.seeds is not None:
+        seeds = np.concatenate([np.asarray(req.seeds, np.float32).reshape(-1, problem.n),
+                                seeds])
+    patience = opt.get("patience", PATIENCE)
+    gens = max(int(budget * opt.get("brkga_share", BRKGA_SHARE)) // P, 1)
+    with bar(budget, "default", enabled=req.progress) as pb:
+        out1 = evolve(req, "BRKGA", budget=gens * P, population=P, options={}, seeds=seeds,
+                      patience=patience, phase="brkga", pbar=pb)
+        evals, history = out1.evaluations, out1.history
+        best_x, best_f, interrupted = out1.best_x, out1.best_f, out1.interrupted
+        batch = opt.get("local_batch", LOCAL_BATCH)
+        steps = (budget - evals) // batch
+        if not (interrupted or req.stop.reached(best_f)) and steps >= LOCAL_CHUNK:
+            program = KeyShift(req.spec.width, batch, req.fitness, opt.get("moves", 3))
+            data = SearchData(g=req.graph, nn=jnp.asarray(problem.n, jnp.int32))
+            X0 = np.asarray(best_x, np.float32)[None]
+            out2 = run_program(program, data, jax.random.key(req.seed + 1), X0, steps,
+                               req.run("local", pbar=pb, evaluations0=evals),
+                               chunk=LOCAL_CHUNK, patience=patience)
+            evals += out2.evaluations
+            history = history.concat(out2.history)
+            interrupted = out2.interrupted
+            if out2.best_f < best_f:
+                best_x, best_f = out2.best_x, out2.best_f
+    info = {"brkga_best": out1.best_f, "search_best": best_f}
+    res = finish(req, "default", best_x, evals, history, interrupted, info=info)
+    for x in seeds:  # float32 ranking may differ from float64: keep the exact best
+        s = list_schedule(problem.latency, x)
+        if s.makespan < res.cost:
+            res = finish(req, "default", x, evals, history, interrupted,
+                         info={**info, "from_seed": True})
+    return _best_of_baselines(req, res)
+
+
+def _best_of_baselines(req, res):
+    """`res`, or the best baseline schedule when it is shorter (module docstring)."""
+    from jaxplace.latency.baselines import BASELINES
+    from jaxplace.search.baselines import order_to_priorities
+
+    inst = req.problem.latency
+    for name, fn in BASELINES.items():
+        s = fn(inst)
+        if s.makespan < res.cost:
+            topo = np.empty(inst.n, np.int64)
+            topo[inst.graph.topo_order] = np.arange(inst.n)
+            order = np.lexsort((topo, s.start))  # a topological order (zero-time ops)
+            res = latency_result(req, res.method, order_to_priorities(order),
+                                 res.evaluations, res.history, res.interrupted,
+                                 info={**res.info, "baseline": name}, schedule=s)
+    return res
+
+
+__all__ = ["KeyShift", "latency_default", "latency_result", "latency_seeds",
+           "schedule_partition"]
