@@ -22,12 +22,10 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
-    from jaxplace.export import export_plan, plan_from_result
-    from jaxplace.formats import write_json
-
     from dataclasses import replace
 
-    from jaxplace.formats import read_json
+    from jaxplace.export import export_plan, plan_from_result
+    from jaxplace.formats import read_json, write_json
 
     check_output(args.output, inputs=[args.result])
     result = read_json(args.result)

@@ -9,6 +9,7 @@ pipeline frameworks (baselines), and the configs shipped with jaxplace.
 """
 
 from jaxplace.llm.baselines import BASELINES, split_by_parameters, split_by_time, split_uniform
+from jaxplace.llm.cluster_split import ClusterPlan, cluster_split, evaluate_split
 from jaxplace.llm.config import ModelConfig, ParamCounts, is_hf_config, param_counts, read_config
 from jaxplace.llm.costs import PartCost, part_costs
 from jaxplace.llm.graph import (
@@ -19,7 +20,6 @@ from jaxplace.llm.graph import (
     part_table,
     stage_memory,
 )
-from jaxplace.llm.cluster_split import ClusterPlan, cluster_split, evaluate_split
 from jaxplace.llm.hetero import chain_split
 from jaxplace.llm.shipped import shipped_config, shipped_configs
 from jaxplace.llm.workload import MODES, Workload
