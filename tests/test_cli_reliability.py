@@ -123,9 +123,11 @@ def test_second_sigint_exits_at_once(tmp_path, graphs):
     out = tmp_path / "r.json"
     proc = _fake(graphs[30], "incumbent", out)
     rc, stdout, stderr, dt = _interrupt(proc, signals=2)
-    # well under the 1.5 s the first Ctrl-C waits for the search (loaded CI: slack)
-    assert rc == 130 and dt < 1.45, (rc, dt, stderr)
-    assert "Traceback" not in stderr
+    # the second Ctrl-C skips the first one's grace wait and the incumbent's write
+    # (which the one-signal test above sees): behaviour, not a wall-clock threshold,
+    # tells the two apart on a loaded machine
+    assert rc == 130, (rc, dt, stderr)
+    assert "Traceback" not in stderr and "wrote" not in stdout
     assert not out.exists() and not list(tmp_path.glob(".*.tmp"))
 
 
