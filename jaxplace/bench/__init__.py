@@ -5,4 +5,5 @@ and `run(args) -> int`. Benchmarks print figures, side by side with a yardstick 
 there is one; they never assert wall-clock limits.
 """
 
-BENCHES = ("decode", "search", "bounds", "workloads", "frameworks", "policy")
+BENCHES = ("decode", "search", "bounds", "workloads", "frameworks", "policy", "spatial",
+           "latency", "relax")
