@@ -48,20 +48,27 @@ def kahn(graph: CompGraph, priorities) -> np.ndarray:
         np.maximum.at(key, units.unit_of, x)
         key = key.astype(x.dtype) if x.dtype.kind == "f" else key
         ptr, idx = units.succ_ptr, units.succ_idx
-    indeg = np.diff(units.pred_ptr if not units.trivial else graph.pred_ptr).copy()
+    order = kahn_csr(key, ptr, idx, units.pred_ptr if not units.trivial else graph.pred_ptr)
+    if units.trivial:
+        return order
+    return np.concatenate([units.unit_members(u) for u in order]).astype(np.int64)
+
+
+def kahn_csr(key, succ_ptr, succ_idx, pred_ptr) -> np.ndarray:
+    """Kahn's order of a CSR DAG: the ready vertex of largest `key` first (compared in
+    key's dtype), ties to the smaller index; (n,) int64."""
+    indeg = np.diff(pred_ptr).copy()
     heap = [(-key[v].item(), int(v)) for v in np.flatnonzero(indeg == 0)]
     heapq.heapify(heap)
     order = []
     while heap:
         _, u = heapq.heappop(heap)
         order.append(u)
-        for w in idx[ptr[u]:ptr[u + 1]]:
+        for w in succ_idx[succ_ptr[u]:succ_ptr[u + 1]]:
             indeg[w] -= 1
             if indeg[w] == 0:
                 heapq.heappush(heap, (-key[w].item(), int(w)))
-    if units.trivial:
-        return np.asarray(order, dtype=np.int64)
-    return np.concatenate([units.unit_members(u) for u in order]).astype(np.int64)
+    return np.asarray(order, dtype=np.int64)
 
 
 def unit_order(graph: CompGraph, order) -> np.ndarray:

@@ -85,14 +85,20 @@ def coarsen(graph: CompGraph, *, is_fusible=None) -> CompGraph:
 
 def expand_assignment(coarse: CompGraph, assignment) -> np.ndarray:
     """Map a block index per coarse node to a block index per original node."""
-    members = coarse.meta.get("coarsen_members")
+    return expand_members(coarse, assignment, "coarsen", "coarsened")
+
+
+def expand_members(graph: CompGraph, assignment, key: str, what: str) -> np.ndarray:
+    """A value per original node from one per grouped node, through
+    `meta[key + "_members"]` and `meta[key + "_original_nodes"]`."""
+    members = graph.meta.get(f"{key}_members")
     if members is None:
-        raise JaxplaceError("graph was not coarsened (no meta['coarsen_members'])")
+        raise JaxplaceError(f"graph was not {what} (no meta['{key}_members'])")
     a = np.asarray(assignment)
-    if a.shape != (coarse.num_nodes,):
-        raise JaxplaceError(f"has shape {a.shape}, expected ({coarse.num_nodes},)",
+    if a.shape != (graph.num_nodes,):
+        raise JaxplaceError(f"has shape {a.shape}, expected ({graph.num_nodes},)",
                             field="assignment")
-    out = np.empty(int(coarse.meta["coarsen_original_nodes"]), dtype=a.dtype)
+    out = np.empty(int(graph.meta[f"{key}_original_nodes"]), dtype=a.dtype)
     for i, m in enumerate(members):
         out[m] = a[i]
     return out

@@ -318,14 +318,6 @@ def _meta(graph: CompGraph, members, rule_of, costed: bool) -> dict:
 
 def expand_assignment(fused: CompGraph, assignment) -> np.ndarray:
     """Map a block index per fused node to a block index per node of fuse()'s input."""
-    members = fused.meta.get("fusion_members")
-    if members is None:
-        raise JaxplaceError("graph was not fused (no meta['fusion_members'])")
-    a = np.asarray(assignment)
-    if a.shape != (fused.num_nodes,):
-        raise JaxplaceError(f"has shape {a.shape}, expected ({fused.num_nodes},)",
-                            field="assignment")
-    out = np.empty(int(fused.meta["fusion_original_nodes"]), dtype=a.dtype)
-    for i, m in enumerate(members):
-        out[m] = a[i]
-    return out
+    from jaxplace.importers.coarsen import expand_members
+
+    return expand_members(fused, assignment, "fusion", "fused")

@@ -22,13 +22,12 @@ this scheduler is the decoder of the random-key searches.
 
 from __future__ import annotations
 
-import heapq
-
 import numpy as np
 
 from jaxplace.errors import JaxplaceError
 from jaxplace.graph import CompGraph
 from jaxplace.latency.instance import LatencyInstance, Schedule, Transfer
+from jaxplace.reference import kahn_csr
 
 
 def kahn_order(graph: CompGraph, priorities) -> np.ndarray:
@@ -40,19 +39,8 @@ def kahn_order(graph: CompGraph, priorities) -> np.ndarray:
         raise JaxplaceError(f"has shape {x.shape}, expected ({n},)", field="priorities")
     if x.dtype.kind not in "fiub" or (x.dtype.kind == "f" and np.isnan(x).any()):
         raise JaxplaceError("must be real numbers without NaN", field="priorities")
-    indeg = np.diff(graph.pred_ptr).copy()
-    heap = [(-x[v].item(), int(v)) for v in np.flatnonzero(indeg == 0)]
-    heapq.heapify(heap)
-    order = []
-    ptr, idx = graph.succ_ptr, graph.succ_idx
-    while heap:
-        _, u = heapq.heappop(heap)
-        order.append(u)
-        for w in idx[ptr[u]:ptr[u + 1]]:
-            indeg[w] -= 1
-            if indeg[w] == 0:
-                heapq.heappush(heap, (-x[w].item(), int(w)))
-    return np.asarray(order, dtype=np.int64)
+    # ops one by one (no placement units: the latency model places each op)
+    return kahn_csr(x, graph.succ_ptr, graph.succ_idx, graph.pred_ptr)
 
 
 def _plan(inst: LatencyInstance, v: int, q: int, st: dict):
