@@ -56,6 +56,9 @@ def _policy_method(name: str):
 
 def _relax_method(name: str):
     def run(req: SearchRequest) -> Result:
+        if req.latency:
+            raise JaxplaceError(f"{name} relaxes pipeline stages; it does not apply to "
+                                "the latency objective", field="method")
         from jaxplace.relax.search import relax_brkga_search, relax_search
 
         return (relax_brkga_search if name == "relax+brkga" else relax_search)(req)
