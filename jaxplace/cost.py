@@ -147,19 +147,37 @@ def quotient_order(problem: Problem, a: np.ndarray) -> np.ndarray:
     return np.asarray(order, dtype=np.int64)
 
 
-def evaluate_partition(problem: Problem, assignment) -> PartitionCost:
+def evaluate_partition(problem: Problem, assignment, *,
+                       contiguous: bool = True, devices=None) -> PartitionCost:
     """Per-block costs and the bottleneck of `assignment` (a block index per node).
+
+    On a cluster of unequal devices (`problem.hetero`) blocks are pipeline stages in
+    index order and `devices[s]` is stage s's device (default: the Partition's
+    `devices`, else the cluster's order); returns `jaxplace.hetero.StageCosts`.
 
     Raises JaxplaceError when the assignment is malformed, splits a colocation class,
     puts an unsupported node on an accelerator, or its quotient graph has a cycle
     (naming an offending edge). Block indices need not be in topological order.
     Blocks k.. (problem.cpus of them) are CPUs: they cost the sum of `cpu_latency` and
     pay no transfers; accelerator blocks pay transfers to and from every other block.
+
+    `contiguous=False` accepts non-contiguous splits (Tarnawski et al., NeurIPS 2020,
+    section 5.2): no acyclicity requirement, the same costs, capacity and colocation;
+    `block_order` is then a topological order of the quotient when it has one, else
+    the blocks in order of their first node in a topological order of the graph.
     """
+    if problem.hetero:
+        from jaxplace.hetero.reference import evaluate_stages
+
+        if devices is None:
+            devices = getattr(assignment, "devices", None)
+        if devices is None:
+            devices = np.arange(problem.cluster.num_devices)
+        return evaluate_stages(problem.pipeline_instance, assignment, devices)
     g, k, B = problem.graph, problem.num_blocks, problem.bandwidth
     a = check_assignment(problem, assignment)
     check_placement(problem, a)
-    block_order = quotient_order(problem, a)
+    block_order = quotient_order(problem, a) if contiguous else _loose_order(problem, a)
     work = np.bincount(a, weights=g.work, minlength=k)
     param = np.bincount(a, weights=g.size_param, minlength=k)
     io_in = np.zeros(k)
@@ -185,6 +203,20 @@ def evaluate_partition(problem: Problem, assignment) -> PartitionCost:
         total = np.where((param > problem.capacity_limit) & ~cpu, np.inf, total)
     return PartitionCost(a, work, param, io_in, io_out, overflow, total, block_order,
                          problem.k)
+
+
+def _loose_order(problem: Problem, a: np.ndarray) -> np.ndarray:
+    """The blocks in a topological order of the quotient, or when it has a cycle, in
+    order of their first node in the graph's topological order (unused blocks last)."""
+    try:
+        return quotient_order(problem, a)
+    except JaxplaceError:
+        k = problem.num_blocks
+        first = np.full(k, problem.n, dtype=np.int64)
+        pos = np.empty(problem.n, dtype=np.int64)
+        pos[problem.graph.topo_order] = np.arange(problem.n)
+        np.minimum.at(first, a, pos)
+        return np.argsort(first, kind="stable").astype(np.int64)
 
 
 def simple_lower_bound(problem: Problem) -> float:

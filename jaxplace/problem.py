@@ -41,8 +41,11 @@ class Problem:
             attribute) and pays no transfers; nodes whose `supported_on_accel` is false
             may only go to a CPU. Blocks 0..k-1 are accelerators, k..k+cpus-1 CPUs.
         cluster: a `jaxplace.cluster.Cluster`; k then defaults to its device count.
-            Required by the latency objective; with "throughput" only a uniform
-            cluster is accepted (it only sets k).
+            Required by the latency objective. With "throughput", a uniform cluster
+            only sets k (the identical-device model above, the fast special case);
+            a cluster of unequal devices makes it a pipeline over distinct devices
+            whose order is searched too (`jaxplace.hetero`; k <= its device count,
+            costs from the cluster, so bandwidth, memory and capacity are unused).
         objective: "throughput" (the MTPP bottleneck, above) or "latency" (the makespan
             of one inference on `cluster`, `jaxplace.latency`; k = its device count).
     """
@@ -89,6 +92,10 @@ class Problem:
         if self.cpus and "cpu_latency" not in self.graph.node_attrs:
             raise JaxplaceError("CPU blocks need the node attribute 'cpu_latency', which "
                                 "the graph lacks", field="cpus")
+        if self.hetero:
+            from jaxplace.hetero.model import check_problem
+
+            check_problem(self)
 
     def _check_objective(self) -> None:
         if self.objective not in OBJECTIVES:
@@ -113,10 +120,6 @@ class Problem:
             if self.cpus:
                 raise JaxplaceError("CPU blocks do not apply to the latency objective",
                                     field="cpus")
-        elif c is not None and not c.is_uniform:
-            raise JaxplaceError("the throughput objective needs identical devices and "
-                                "links; use objective='latency' for this cluster",
-                                field="cluster")
         if self.k is None:
             raise JaxplaceError("missing: give k or a cluster", field="k")
         if self.objective == "latency":
@@ -126,6 +129,23 @@ class Problem:
     def latency(self):
         """The `LatencyInstance` of a latency problem (None for throughput)."""
         if self.objective != "latency":
+            return None
+        from jaxplace.latency.times import instance_from
+
+        return instance_from(self.graph, self.cluster)
+
+    @property
+    def hetero(self) -> bool:
+        """Throughput on a cluster of unequal devices (`jaxplace.hetero`)."""
+        c = self.cluster
+        return self.objective == "throughput" and c is not None and not c.is_uniform
+
+    @cached_property
+    def pipeline_instance(self):
+        """The `LatencyInstance` (per-op times on every device, memory, links) of a
+        `hetero` problem (None otherwise): its pipeline stages cost
+        `jaxplace.hetero.model`'s."""
+        if not self.hetero:
             return None
         from jaxplace.latency.times import instance_from
 

@@ -102,3 +102,43 @@ def _orders(n, preds):
                 placed.discard(v)
 
     yield from rec([], set())
+
+
+def brute_force_noncontiguous(problem: jp.Problem) -> tuple[float, np.ndarray | None]:
+    """(min over ALL assignments keeping colocation of the max block cost, one optimal
+    assignment): the non-contiguous optimum, no acyclicity required."""
+    n, k, nb = problem.n, problem.k, problem.k + problem.cpus
+    color = problem.graph.node_attrs.get("color_class")
+    best, arg = float("inf"), None
+    for a in itertools.product(range(nb), repeat=n):
+        if color is not None:
+            seen = {}
+            if any(c >= 0 and seen.setdefault(int(c), a[v]) != a[v]
+                   for v, c in enumerate(color)):
+                continue
+        a = np.asarray(a)
+        cost = max(direct_block_cost(problem, np.flatnonzero(a == b),
+                                     "accel" if b < k else "cpu") for b in range(nb))
+        if cost < best:
+            best, arg = cost, a
+    return best, arg
+
+
+def min_runs(problem: jp.Problem, assignment) -> int:
+    """Fewest runs of one block over every order of the forward nodes that respects the
+    ordering edges (nodes off them, backward ones, are left out)."""
+    from jaxplace.units import ordering_edges
+
+    g = problem.graph
+    e = ordering_edges(g)
+    bwd = g.node_attrs.get("is_backward")
+    nodes = [v for v in range(g.num_nodes) if bwd is None or not bwd[v]]
+    pos = {v: i for i, v in enumerate(nodes)}
+    preds = [set() for _ in nodes]
+    for u, v in e:
+        preds[pos[int(v)]].add(pos[int(u)])
+    best = len(nodes)
+    for order in _orders(len(nodes), preds):
+        seq = [int(assignment[nodes[i]]) for i in order]
+        best = min(best, sum(1 for i, d in enumerate(seq) if i == 0 or seq[i - 1] != d))
+    return best

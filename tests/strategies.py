@@ -72,3 +72,29 @@ def tiny_hetero_problems(draw, max_nodes: int = 5, training: bool = False):
                      [draw(weight) for _ in range(n)], node_attrs=attrs)
     return jp.Problem(g, draw(st.integers(1, 2)), cpus=draw(st.integers(0, 2)),
                       capacity=draw(st.one_of(st.none(), st.integers(2, 12).map(float))))
+
+
+@st.composite
+def tiny_training_problems(draw, max_forward: int = 3, max_backward: int = 3):
+    """Tiny training graphs with orphans: forward nodes (a random DAG), backward nodes
+    that are either colocated with a forward node or orphans (no colour class, or a
+    class of backward nodes only), edges forward -> backward and among backward nodes."""
+    f = draw(st.integers(1, max_forward))
+    b = draw(st.integers(1, max_backward))
+    n = f + b
+    edges = [(u, v) for u in range(f) for v in range(u + 1, f) if draw(st.booleans())]
+    edges += [(u, v) for u in range(f) for v in range(f, n) if draw(st.booleans())]
+    edges += [(u, v) for u in range(f, n) for v in range(u + 1, n) if draw(st.booleans())]
+    # colour: forward node i has class i; a backward node joins one or is an orphan
+    color = list(range(f)) + [draw(st.sampled_from([-1, f, *range(f)])) for _ in range(b)]
+    attrs = {
+        "cpu_latency": np.array([draw(weight) * 3 for _ in range(n)]),
+        "supported_on_accel": np.array([draw(st.integers(0, 5)) > 0 for _ in range(n)]),
+        "color_class": np.array(color),
+        "is_backward": np.array([False] * f + [True] * b),
+    }
+    g = jp.CompGraph([draw(weight) for _ in range(n)], edges,
+                     [draw(weight) for _ in range(n)], [draw(weight) for _ in range(n)],
+                     node_attrs=attrs)
+    return jp.Problem(g, draw(st.integers(1, 2)), cpus=draw(st.integers(0, 1)),
+                      capacity=draw(st.one_of(st.none(), st.integers(3, 12).map(float))))

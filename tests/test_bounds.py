@@ -275,11 +275,13 @@ def test_exact_with_colocation_and_training_edges(problem):
 @settings(max_examples=10)
 @given(tiny_hetero_problems(max_nodes=4))
 def test_cpu_blocks_skip_the_mips_and_stay_valid(problem):
+    """The superblock MIPs skip CPU blocks; the exact MIP models them (issue 15, see
+    test_certify_hetero.py)."""
     opt = brute_force_optimum(problem)
     cert = certify(problem, methods=("simple", "bottleneck", "exact"), samples=2)
     assert leq(cert.lower_bound, opt)
     if problem.cpus or not problem.supported.all():
-        assert cert.result("exact").status.startswith("skipped")
+        assert cert.result("bottleneck").status.startswith("skipped")
 
 
 # -- the registry, the worker processes, numbers HiGHS cannot load -----------------------
@@ -290,9 +292,9 @@ def test_registry_is_the_ladder():
     assert METHODS == ("simple", "ideals", "bottleneck-lp", "bottleneck-no-dag-lp",
                        "bottleneck-no-io-lp", "bottleneck-guess-lp", "exact-lp",
                        "bottleneck", "bottleneck-no-dag", "bottleneck-no-io",
-                       "bottleneck-guess", "exact")
+                       "bottleneck-guess", "cover", "exact")
     assert MIP_METHODS == ("bottleneck", "bottleneck-no-dag", "bottleneck-no-io",
-                           "bottleneck-guess", "exact")
+                           "bottleneck-guess", "cover", "exact")
     assert set(DEFAULT_METHODS) <= set(METHODS)
     for name, m in BOUNDS.items():
         assert m.name == name

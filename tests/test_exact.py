@@ -11,11 +11,17 @@ from brute import brute_force_optimum
 from conftest import NEURIPS, NEURIPS_SKIP
 from hypothesis import given
 from hypothesis import strategies as st
-from strategies import same_cost, tiny_hetero_problems, tiny_problems
+from strategies import (
+    same_cost,
+    tiny_hetero_problems,
+    tiny_problems,
+    tiny_training_problems,
+)
 
 import jaxplace as jp
 from jaxplace.bounds.base import BoundContext
 from jaxplace.exact import IdealsBound, build_atoms, count_ideals, solve_ideals
+from jaxplace.exact.orphans import split_orphans
 
 
 def _check(problem, res, expected):
@@ -43,6 +49,55 @@ def test_equals_brute_force_cpus(problem):
 @given(tiny_hetero_problems(max_nodes=5, training=True))
 def test_equals_brute_force_training(problem):
     _check(problem, solve_ideals(problem, search=False), brute_force_optimum(problem))
+
+
+@given(tiny_training_problems())
+def test_orphans_equal_brute_force(problem):
+    """Training graphs with orphan backward units: the default (relaxation, then the
+    full DP when it is not tight) and the full DP both equal brute force; the relaxation
+    alone gives a valid lower bound and, when it says optimal, the optimum."""
+    opt = brute_force_optimum(problem)
+    _check(problem, solve_ideals(problem, search=False), opt)
+    _check(problem, solve_ideals(problem, search=False, orphans="full"), opt)
+    relaxed = solve_ideals(problem, search=False, orphans="relax")
+    if relaxed.status == "gap":
+        assert relaxed.lower_bound <= opt * (1 + 1e-9) + 1e-9 <= relaxed.cost * (1 + 2e-9) + 2e-9
+        assert jp.evaluate_partition(problem, relaxed.assignment).bottleneck == \
+            pytest.approx(relaxed.cost, rel=1e-9, abs=1e-9)  # sums of a few one-decimal terms
+    else:
+        _check(problem, relaxed, opt)
+
+
+def test_orphans_are_left_out_of_the_ideals():
+    """Two forward nodes in a chain, three orphans: 3 forward ideals (not 3 x 2^3), and
+    the relaxation proves the optimum (orphans on the idle accelerator)."""
+    attrs = {"color_class": np.array([0, 1, -1, -1, 5]),
+             "is_backward": np.array([False, False, True, True, True])}
+    g = jp.CompGraph([4.0, 4.0, 1.0, 1.0, 1.0], [(0, 1), (1, 2), (2, 3), (3, 4)],
+                     size_out=[0.0, 0.5, 0.0, 0.0, 0.0], node_attrs=attrs)
+    problem = jp.Problem(g, 3)
+    split = split_orphans(problem, build_atoms(problem, merge=False))
+    assert split is not None and len(split.orphans) == 3 and split.forward.num_atoms == 2
+    res = solve_ideals(problem, search=False, merge=False)
+    assert res.num_ideals == 3 and res.num_orphans == 3
+    _check(problem, res, brute_force_optimum(problem))
+
+
+def test_orphan_relaxation_gap_falls_back_or_bounds():
+    """An orphan only a CPU may hold: the relaxation (CPU pieces take no orphans) is not
+    tight; the full DP closes the gap when it is small enough, else the rung reports the
+    relaxation's value as a valid bound with the repaired split."""
+    attrs = {"cpu_latency": np.array([0.0, 0.0, 0.3]),
+             "supported_on_accel": np.array([False, False, False]),
+             "color_class": np.array([0, 1, -1]), "is_backward": np.array([False, False, True])}
+    problem = jp.Problem(jp.CompGraph([0.0, 0.0, 0.0], node_attrs=attrs), 1, cpus=1)
+    relaxed = solve_ideals(problem, search=False, orphans="relax")
+    assert relaxed.status == "gap" and relaxed.lower_bound == 0.0
+    assert relaxed.cost == pytest.approx(0.3, rel=1e-12)
+    _check(problem, solve_ideals(problem, search=False), 0.3)  # 4 x 2 ideals: full DP
+    r = IdealsBound(max_ideals=4).run(problem, BoundContext())
+    assert r.status == "Lower bound (orphan relaxation)" and r.bound == 0.0
+    assert jp.evaluate_partition(problem, r.assignment).bottleneck == pytest.approx(0.3)
 
 
 def _zero_some(problem, mask):
@@ -118,6 +173,7 @@ WORKLOADS = {  # file -> published optimum; the first ones take under a second e
     "LayerGraphs/resnet50_training": 78.63,
     "OperatorGraphs/resnet50_inference": 124.35,
     "OperatorGraphs/bert_l-3_inference": 27.92,
+    "OperatorGraphs/bert_l-3_training": 65.30,  # 14 orphan backward units (relaxation)
 }
 HEAVY = {
     "OperatorGraphs/bert_l-6_inference": 29.58,

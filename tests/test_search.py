@@ -494,6 +494,20 @@ def test_policy_methods_return_consistent_results(method):
     assert one.evaluations == 1 and r.cost <= one.cost * (1 + RTOL)
 
 
+def test_default_search_coupled_with_the_policy():
+    p = jp.Problem(small_graph(1), 3)
+    seen = []
+    r = search(p, budget=600, population_size=20, seed=0, progress=False,
+               use_policy=True, observer=seen.append)
+    assert "policy+brkga" in {e.phase for e in seen}
+    assert r.method == "default" and r.evaluations <= 600
+    cost = jp.evaluate_partition(p, r.partition.assignment)
+    assert cost.feasible and same_cost(r.cost, cost.bottleneck)
+    # its first population holds the policy's mode, so it is never worse than it
+    one = search(p, "policy", budget=1, progress=False)
+    assert r.cost <= one.cost * (1 + RTOL)
+
+
 def test_policy_method_reports_a_bad_checkpoint(tmp_path):
     p = jp.Problem(small_graph(1), 3)
     with pytest.raises(jp.JaxplaceError, match="missing|not found|no such"):

@@ -27,6 +27,10 @@ MOIRAI = {"m-SCT": (1.77, 1.7), "GETF": (1.33, 1.35), "Placeto": (2.98, 4.12)}
 def add_arguments(p) -> None:
     p.add_argument("--models", default="gpt3-330m,swin-1.8b,gpt3-13b",
                    help="comma-separated names of jaxplace.latency.models.MODELS")
+    p.add_argument("--sizes", default="",
+                   help="comma-separated op counts: GPT-like graphs of about that many "
+                        "ops (gpt_like(layers, 1024, 16), ~50 ops a layer) added to "
+                        "--models, e.g. --sizes 5000,20000")
     p.add_argument("--clusters", default="moirai_inter,moirai_intra")
     p.add_argument("--time-limit", type=float, default=60.0,
                    help="seconds for the default search per instance")
@@ -38,6 +42,17 @@ def add_arguments(p) -> None:
     p.add_argument("--throughput-only", action="store_true",
                    help="only the scheduler throughput")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--small", action="store_true",
+                   help="instead: search against MOIRAI's MILP optimum on small random "
+                        "DAGs (jaxplace.latency.small) on both testbeds and random clusters")
+    p.add_argument("--small-sizes", default="8,12,16,20",
+                   help="op counts of the --small graphs")
+    p.add_argument("--small-seeds", default="0,1", help="graph seeds of --small")
+    p.add_argument("--refine-seconds", type=float, default=5.0,
+                   help="--small: seconds of the search's final device/order local "
+                        "search (latency.refine; 0: off, the search before it)")
+    p.add_argument("--milp-limit", type=float, default=60.0,
+                   help="seconds for solve_moirai per --small instance (threads=1)")
 
 
 def _ms(x: float) -> str:
@@ -50,6 +65,22 @@ def _speed(base: float, ours: float) -> str:
     return f"{base / ours:.3f}x" if np.isfinite(base) else "(baseline infeasible)"
 
 
+def sized_models(sizes) -> dict:
+    """{name: builder} of GPT-like graphs (hidden 1024, 16 heads) with the layer count
+    that gives about each requested number of ops."""
+    from jaxplace.latency.models import gpt_like
+
+    if not sizes:
+        return {}
+    one, two = gpt_like(1, 1024, 16).num_nodes, gpt_like(2, 1024, 16).num_nodes
+    per, base = two - one, one - (two - one)
+    out = {}
+    for n in sizes:
+        layers = max(1, round((n - base) / per))
+        out[f"gpt-like-{layers}L"] = (lambda L=layers: gpt_like(L, 1024, 16))
+    return out
+
+
 def run_instances(args) -> list[list[str]]:
     import jaxplace as jp
     from jaxplace.cluster import load_cluster
@@ -59,8 +90,10 @@ def run_instances(args) -> list[list[str]]:
     from jaxplace.latency.reference import lower_bound
 
     rows = []
-    for name in [m.strip() for m in args.models.split(",") if m.strip()]:
-        g = MODELS[name]()
+    models = {m.strip(): MODELS[m.strip()] for m in args.models.split(",") if m.strip()}
+    models.update(sized_models(_ints(args.sizes)))
+    for name, make in models.items():
+        g = make()
         for cname in [c.strip() for c in args.clusters.split(",") if c.strip()]:
             pr = jp.Problem(g, cluster=load_cluster(cname), objective="latency")
             inst = pr.latency
@@ -114,9 +147,60 @@ def throughput(args) -> tuple[int, float, float, float]:
     return g.num_nodes, args.pop / best, args.pop / cpu, compile_s
 
 
+def _ints(text: str) -> tuple[int, ...]:
+    return tuple(int(t) for t in text.split(",") if t.strip())
+
+
+def run_small(args) -> list[list[str]]:
+    """Rows of search / MILP optimum on `jaxplace.latency.small.small_problems`; the
+    ratio is taken only where the MILP proved optimality."""
+    import jaxplace as jp
+    from jaxplace.latency.baselines import eft_greedy
+    from jaxplace.latency.instance import validate_schedule
+    from jaxplace.latency.milp import solve_moirai
+    from jaxplace.latency.small import small_problems
+
+    rows, ratios = [], []
+    for label, pr in small_problems(_ints(args.small_sizes), _ints(args.small_seeds)):
+        inst = pr.latency
+        m = solve_moirai(inst, time_limit=args.milp_limit, threads=1)
+        r = jp.search(pr, time_limit=args.time_limit, budget=args.budget, seed=args.seed,
+                      progress=False, refine_seconds=args.refine_seconds)
+        validate_schedule(inst, r.schedule)
+        exact = m.status == "Optimal"
+        ratio = r.cost / m.makespan
+        before = r.info.get("unrefined_cost", r.cost) / m.makespan
+        if exact:
+            ratios.append((before, ratio))
+        devs = len(set(m.schedule.device.tolist())) if m.schedule is not None else 0
+        row = [label, str(inst.n), _ms(eft_greedy(inst).makespan), _ms(m.makespan),
+               _ms(m.bound), m.status, f"{m.time:.1f}", str(devs), _ms(r.cost),
+               f"{before:.4f}" if exact else f"({before:.4f})",
+               f"{ratio:.4f}" if exact else f"({ratio:.4f})",
+               "refine" if r.info.get("refined") else r.info.get("baseline", "search"),
+               f"{r.wall_time:.1f}"]
+        print(" | ".join(row), flush=True)
+        rows.append(row)
+    for j, what in enumerate(("without refine", "default search")):
+        if not ratios:
+            break
+        a = np.asarray(ratios)[:, j]
+        print(f"\n{what}: search / optimum on {len(a)} instances solved exactly: geometric "
+              f"mean {np.exp(np.log(a).mean()):.4f}, max {a.max():.4f}, within 1%: "
+              f"{int((a <= 1.01).sum())}/{len(a)}, equal (1e-6): {int((a <= 1 + 1e-6).sum())}")
+    return rows
+
+
 def run(args) -> int:
     from jaxplace.bench.search import _table
 
+    if args.small:
+        head = ["instance", "ops", "EFT ms", "MILP ms", "MILP bound ms", "status",
+                "MILP s", "devices used", "search ms", "without refine / opt", "search / opt",
+                "answer from",
+                "search s"]
+        print(_table(head, run_small(args)))
+        return 0
     head = ["model", "ops", "cluster", "lower bound ms", "single ms", "EFT ms",
             "pipeline ms", "search ms", "vs single", "vs EFT", "vs pipeline", "search s",
             "evaluations"]

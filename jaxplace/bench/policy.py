@@ -12,7 +12,8 @@ and the median wall time per run of:
 - brkga-1000, brkga-10000: `jp.search(p, "brkga", budget=...)`;
 - default: `jp.search(p)`;
 - on request (`--methods`): policy+brkga-B and policy-B, the `jp.search` methods
-  "policy+brkga" and "policy" with budget B and this bench's policy.
+  "policy+brkga" and "policy" with budget B and this bench's policy, and
+  default+policy, the default search whose BRKGA phase is coupled with the policy.
 
 Policy wall times include featurizing the graph and the GNN forward pass; every
 wall time includes compiles for the first problem of each padded shape.
@@ -61,6 +62,9 @@ def run_method(problem, name: str, policy, seed: int) -> tuple[float, int, float
     elif m := re.fullmatch(r"(policy\+brkga|policy)-(\d+)", name):
         r = jp.search(problem, m[1], budget=int(m[2]), seed=seed, progress=False,
                       policy=getattr(policy, "path", None))
+    elif name == "default+policy":
+        kw = {"policy": policy.path} if getattr(policy, "path", None) else {}
+        r = jp.search(problem, seed=seed, progress=False, use_policy=True, **kw)
     else:
         r = jp.search(problem, name, seed=seed, progress=False)
     return float(r.cost), int(r.evaluations), float(r.wall_time)

@@ -27,6 +27,8 @@ _LAZY = {
     "sample_partition": "jaxplace.bounds.certificate",
     "bottleneck_bound": "jaxplace.bounds.bottleneck",
     "bottleneck_model": "jaxplace.bounds.bottleneck",
+    "cover_bound": "jaxplace.bounds.cover",
+    "weighted_bottleneck": "jaxplace.bounds.cover",
     "exact_bound": "jaxplace.bounds.exact",
     "exact_model": "jaxplace.bounds.exact",
     "guess_bound": "jaxplace.bounds.guess",

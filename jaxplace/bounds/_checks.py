@@ -72,12 +72,15 @@ def _check_range(problem: Problem, name: str, coef: np.ndarray, values: np.ndarr
 
 
 def check_coefficients(problem: Problem, *, scale: float, io: bool, overflow: bool,
-                       capacity: bool) -> None:
+                       capacity: bool, cpu: bool = False) -> None:
     """The block model's coefficients (see `_model`) are inside HiGHS's range."""
     g, B = problem.graph, problem.bandwidth
     nodes = np.arange(g.num_nodes)
     unit = f"the models' time unit {_fmt(scale)}"
     _check_range(problem, "work", g.work / scale, g.work, nodes, unit)
+    if cpu:  # CPU blocks: cpu_latency / scale in their cost rows
+        lat = problem.cpu_latency
+        _check_range(problem, "cpu_latency", lat / scale, lat, nodes, unit)
     if io:  # tensors with consumers: size / B / scale in the block cost rows
         tens = np.flatnonzero(np.diff(g.tensor_ptr) > 0)
         size = g.tensor_size[tens]

@@ -21,8 +21,19 @@ Python loops), in this order:
     sum_v y[v,b-1] + n count(b) >= n          (empty blocks come last, _symmetry_rows)
 
 Contiguity (the acyclic rows) applies to `units.ordering_edges` (the forward edges of
-training graphs, NeurIPS 2020 model); CPU blocks are not modelled (see
-`base.unmodelled`).
+training graphs, NeurIPS 2020 model).
+
+CPU blocks (`BlockSpec.hetero`, mtpp.md section 5: a CPU block costs the sum of its
+nodes' `cpu_latency` and pays no transfers; nodes unsupported on accelerators only on
+CPUs): the nb = k + cpus blocks in DAG order each get a binary type t_b (1: CPU), with
+sum_b t_b = cpus, and continuous xc[v,b] = x[v,b] t_b ("v on CPU block b"), linearized
+exactly for binary x and t; xa = x - xc is "v on accelerator block b":
+    xc[v,b] <= x[v,b],  xc[v,b] <= t_b,  x[v,b] - xc[v,b] <= 1 - t_b      (_cpu_rows)
+    x[v,b] - xc[v,b] <= 0             for v unsupported on accelerators  (_cpu_rows)
+    sum_v cpu(v) xc[v,b] <= div_b * z                          (CPU cost, _cost_rows)
+and xa replaces x in the accelerator cost, memory rows and on the block's own side of
+the crossing rows (c[t,b] >= xa[v,b] - x[u,b]: a tensor entering or leaving a CPU
+block costs that block nothing; the accelerator at the other end still pays it).
 
 The two c rows hold for every assignment, acyclic or not; they are the tight form of
 mtpp.md's `c >= y[u,b-1] + x[v,b] - 1` and `c >= x[u,b] - y[v,b]`: on every acyclic
@@ -53,7 +64,8 @@ class BlockModel:
     """A loaded-ready MIP: rowwise CSR arrays and the column layout.
 
     Columns: z (index 0), y (n, nb-1) from `y0`, c (Tc, ncb) from `c0` (Tc tensors with
-    at least one consumer, ncb costed blocks), o (ncb,) from `o0` when overflow is on.
+    at least one consumer, ncb costed blocks), o (ncb,) from `o0` when overflow is on,
+    with CPU blocks t (nb,) from `t0` and xc (n, nb) from `xc0` (else both -1).
     """
 
     nb: int
@@ -74,6 +86,9 @@ class BlockModel:
     costed: np.ndarray  # (ncb,) int64 blocks with a cost row
     tensors: np.ndarray  # (Tc,) int64 tensor ids owning the c columns
     build_time: float = 0.0
+    t0: int = -1  # CPU-type columns (nb,), -1 without CPU blocks
+    xc0: int = -1  # xc columns (n, nb), -1 without CPU blocks
+    k: int = 0  # accelerators (block ids of `assignment`: 0..k-1, CPUs k..)
     stats: dict = field(default_factory=dict)
 
     @property
@@ -98,9 +113,18 @@ class BlockModel:
         """(n,) int64 block per node from a (near-)integral solution."""
         nb, n = self.nb, self.n
         if nb == 1:
-            return np.zeros(n, dtype=np.int64)
-        y = np.asarray(col_value)[self.y0:self.y0 + n * (nb - 1)].reshape(n, nb - 1)
-        return (nb - 1 - (y > 0.5).sum(axis=1)).astype(np.int64)
+            pos = np.zeros(n, dtype=np.int64)
+        else:
+            y = np.asarray(col_value)[self.y0:self.y0 + n * (nb - 1)].reshape(n, nb - 1)
+            pos = (nb - 1 - (y > 0.5).sum(axis=1)).astype(np.int64)
+        if self.t0 < 0:
+            return pos
+        # positions -> block ids: accelerator positions 0..k-1, CPU positions k..
+        cpu = np.asarray(col_value)[self.t0:self.t0 + nb] > 0.5
+        block = np.empty(nb, dtype=np.int64)
+        block[~cpu] = np.arange(int((~cpu).sum()))
+        block[cpu] = self.k + np.arange(int(cpu.sum()))
+        return block[pos]
 
 
 @dataclass(frozen=True)
@@ -119,6 +143,8 @@ class BlockSpec:
         work_rows: (coef (nb,), rhs) pairs: sum_b coef_b work(block b) >= rhs.
         empty: blocks forced empty (only the first or the last).
         empty_last: symmetry breaking: a non-empty block follows no empty block.
+        hetero: CPU blocks: nb = k + cpus blocks, each an accelerator or a CPU (see the
+            module doc); every block must be costed (div finite).
     """
 
     nb: int
@@ -130,6 +156,7 @@ class BlockSpec:
     work_rows: tuple[tuple[np.ndarray, float], ...] = ()
     empty: tuple[int, ...] = ()
     empty_last: bool = False
+    hetero: bool = False
 
 
 @dataclass(frozen=True)
@@ -148,6 +175,9 @@ class _Layout:
     c0: int
     o0: int  # -1 when no overflow columns
     ncol: int
+    t0: int = -1  # CPU-type columns (nb,), -1 without CPU blocks
+    xc0: int = -1  # xc columns (n, nb)
+    cpu: np.ndarray | None = None  # (n,) float64 cpu_latency / scale
 
     def ycol(self, v, b):
         """Column of y[v, b] (b in 0..nb-2)."""
@@ -156,6 +186,10 @@ class _Layout:
     def ccol(self, tc, b):
         """Column of c[tc, b] (tc: position in `tens`, b: a costed block)."""
         return self.c0 + np.asarray(tc) * len(self.costed) + self.cpos[np.asarray(b)]
+
+    def xccol(self, v, b):
+        """Column of xc[v, b]."""
+        return self.xc0 + np.asarray(v) * self.nb + np.asarray(b)
 
 
 class _Rows:
@@ -203,6 +237,13 @@ class _Rows:
         self.add_y(rows, v, b, coef)
         self.add_y(rows, v, b - 1, -np.asarray(coef))
 
+    def add_xa(self, rows, v, b, coef):
+        """coef * "v on accelerator block b": x[v, b] - xc[v, b] with CPU blocks, else
+        x[v, b]."""
+        self.add_x(rows, v, b, coef)
+        if self.lay.xc0 >= 0:
+            self.add(rows, self.lay.xccol(v, b), -np.asarray(coef))
+
     def finish(self, ncol: int):
         r = np.concatenate(self.r) if self.r else np.zeros(0, np.int64)
         c = np.concatenate(self.c) if self.c else np.zeros(0, np.int64)
@@ -226,7 +267,7 @@ class _Rows:
 def _objective_scale(problem: Problem, scale: float | None) -> float:
     if scale is None:
         scale = simple_lower_bound(problem)
-    if not scale > 0:
+    if not 0 < scale < float("inf"):  # inf: a node fits no device (CPU-only, no CPU)
         g = problem.graph
         scale = max(float(g.tensor_size.max(initial=0.0)) / problem.bandwidth, 1.0)
     return float(scale)
@@ -244,9 +285,17 @@ def _layout(problem: Problem, spec: BlockSpec, scale: float) -> _Layout:
     c0 = y0 + n * (nb - 1)
     o0 = c0 + len(tens) * len(costed)
     ncol = o0 + (len(costed) if overflow else 0)
+    t0 = xc0 = -1
+    cpu = None
+    if spec.hetero:
+        if len(costed) != nb:
+            raise ValueError("CPU blocks need every block costed")
+        t0, xc0 = ncol, ncol + nb
+        ncol = xc0 + n * nb
+        cpu = problem.cpu_latency / scale
     return _Layout(n=n, nb=nb, scale=scale, work=g.work / scale, costed=costed, cpos=cpos,
                    tens=tens, overflow=overflow, y0=y0, c0=c0, o0=o0 if overflow else -1,
-                   ncol=ncol)
+                   ncol=ncol, t0=t0, xc0=xc0, cpu=cpu)
 
 
 @dataclass(frozen=True)
@@ -280,12 +329,16 @@ def _cost_rows(R: _Rows, lay: _Layout, problem: Problem, div: np.ndarray) -> Non
     io_coef = g.tensor_size[lay.tens] / problem.bandwidth / lay.scale
     for b in lay.costed:
         (row,) = R.new(1, -INF, 0.0)
-        R.add_x(np.full(n, row), np.arange(n), b, lay.work)
+        R.add_xa(np.full(n, row), np.arange(n), b, lay.work)
         if len(lay.tens):
             R.add(row, lay.ccol(np.arange(len(lay.tens)), b), io_coef)
         if lay.overflow:
             R.add(row, lay.o0 + lay.cpos[b], 1.0)
         R.add(row, 0, -div[b])
+        if lay.xc0 >= 0:  # the same block as a CPU: sum of cpu latency, no transfers
+            (row,) = R.new(1, -INF, 0.0)
+            R.add(np.full(n, row), lay.xccol(np.arange(n), b), lay.cpu)
+            R.add(row, 0, -div[b])
 
 
 def _memory_rows(R: _Rows, lay: _Layout, problem: Problem, mem_scale: np.ndarray) -> None:
@@ -301,11 +354,11 @@ def _memory_rows(R: _Rows, lay: _Layout, problem: Problem, mem_scale: np.ndarray
             # (param_b - s M)/B <= o_b, in model units: param/pmax * pmax/(B scale)
             f = pmax / (B * scale)
             (row,) = R.new(1, -INF, mem_scale[b] * problem.memory / (B * scale))
-            R.add_x(np.full(n, row), np.arange(n), b, pnorm * f)
+            R.add_xa(np.full(n, row), np.arange(n), b, pnorm * f)
             R.add(row, lay.o0 + lay.cpos[b], -1.0)
         if capacity:
             (row,) = R.new(1, -INF, mem_scale[b] * problem.capacity / pmax)
-            R.add_x(np.full(n, row), np.arange(n), b, pnorm)
+            R.add_xa(np.full(n, row), np.arange(n), b, pnorm)
 
 
 def _order_rows(R: _Rows, lay: _Layout, oe: np.ndarray, dag: bool) -> None:
@@ -336,9 +389,35 @@ def _crossing_rows(R: _Rows, lay: _Layout, pairs: _Pairs) -> None:
             if not len(sel):
                 continue
             rows = R.new(len(sel), -INF, 0.0)
-            R.add_x(rows, pairs.v[sel], b, np.full(len(sel), sign))
-            R.add_x(rows, pairs.u[sel], b, np.full(len(sel), -sign))
+            inside, outside = (pairs.v, pairs.u) if sign > 0 else (pairs.u, pairs.v)
+            R.add_xa(rows, inside[sel], b, np.ones(len(sel)))
+            R.add_x(rows, outside[sel], b, -np.ones(len(sel)))
             R.add(rows, lay.ccol(pairs.c[sel], b), -1.0)
+
+
+def _cpu_rows(R: _Rows, lay: _Layout, problem: Problem) -> None:
+    """xc[v,b] = x[v,b] t_b (linearized), unsupported nodes on CPU blocks only, and
+    exactly `cpus` CPU blocks (see the module doc)."""
+    if lay.xc0 < 0:
+        return
+    n, nb = lay.n, lay.nb
+    v = np.arange(n)
+    bad = np.flatnonzero(~problem.supported)
+    for b in range(nb):
+        rows = R.new(n, -INF, 0.0)  # xc - x <= 0
+        R.add(rows, lay.xccol(v, b), 1.0)
+        R.add_x(rows, v, b, -np.ones(n))
+        rows = R.new(n, -INF, 0.0)  # xc - t <= 0
+        R.add(rows, lay.xccol(v, b), 1.0)
+        R.add(rows, lay.t0 + b, -1.0)
+        rows = R.new(n, -INF, 1.0)  # x - xc + t <= 1
+        R.add_xa(rows, v, b, np.ones(n))
+        R.add(rows, lay.t0 + b, 1.0)
+        if len(bad):
+            rows = R.new(len(bad), -INF, 0.0)  # x - xc <= 0
+            R.add_xa(rows, bad, b, np.ones(len(bad)))
+    (row,) = R.new(1, float(problem.cpus), float(problem.cpus))
+    R.add(np.full(nb, row), lay.t0 + np.arange(nb), 1.0)
 
 
 def _work_rows(R: _Rows, lay: _Layout, work_rows) -> None:
@@ -392,6 +471,8 @@ def _columns(lay: _Layout, spec: BlockSpec, relax: bool):
     integrality = np.zeros(ncol, dtype=np.int32)
     if not relax:
         integrality[lay.y0:lay.c0] = 1
+        if lay.t0 >= 0:
+            integrality[lay.t0:lay.t0 + nb] = 1
     yl = col_lo[lay.y0:lay.c0].reshape(n, max(nb - 1, 0))
     yh = col_hi[lay.y0:lay.c0].reshape(n, max(nb - 1, 0))
     for b in spec.empty:  # block b empty: y[:, b] = y[:, b-1]
@@ -420,7 +501,7 @@ def build_block_model(problem: Problem, spec: BlockSpec, *, relax: bool = False,
     t0 = time.perf_counter()
     lay = _layout(problem, spec, _objective_scale(problem, scale))
     check_coefficients(problem, scale=lay.scale, io=spec.io, overflow=lay.overflow,
-                       capacity=problem.capacity is not None)
+                       capacity=problem.capacity is not None, cpu=spec.hetero)
     oe = ordering_edges(problem.graph)
     R = _Rows(lay)
     _cost_rows(R, lay, problem, np.asarray(spec.div, dtype=np.float64))
@@ -429,6 +510,7 @@ def build_block_model(problem: Problem, spec: BlockSpec, *, relax: bool = False,
     _crossing_rows(R, lay, _tensor_pairs(problem, lay, oe))
     _work_rows(R, lay, spec.work_rows)
     _colocation_rows(R, lay, problem)
+    _cpu_rows(R, lay, problem)
     if spec.empty_last:
         _symmetry_rows(R, lay)
     start, index, value, row_lo, row_hi = R.finish(lay.ncol)
@@ -437,17 +519,20 @@ def build_block_model(problem: Problem, spec: BlockSpec, *, relax: bool = False,
                        col_hi=col_hi, row_lo=row_lo, row_hi=row_hi,
                        start=start.astype(np.int32), index=index.astype(np.int32),
                        value=value, integrality=integrality, y0=lay.y0, c0=lay.c0,
-                       o0=lay.o0, costed=lay.costed, tensors=lay.tens)
+                       o0=lay.o0, costed=lay.costed, tensors=lay.tens, t0=lay.t0,
+                       xc0=lay.xc0, k=problem.k)
     model.build_time = time.perf_counter() - t0
     return model
 
 
 def start_vector(model: BlockModel, problem: Problem, assignment: np.ndarray,
-                 cost: float) -> np.ndarray:
-    """Full column vector of a partition (blocks already numbered in DAG order)."""
+                 cost: float, cpu_blocks: np.ndarray | None = None) -> np.ndarray:
+    """Full column vector of a partition (blocks already numbered in DAG order);
+    `cpu_blocks`: (nb,) bool, which of them are CPUs (with CPU blocks)."""
     g, B = problem.graph, problem.bandwidth
-    nb, _n = model.nb, model.n
+    nb, n = model.nb, model.n
     a = np.asarray(assignment, dtype=np.int64)
+    cpu = np.zeros(nb, dtype=bool) if cpu_blocks is None else np.asarray(cpu_blocks, bool)
     x = np.zeros(model.ncol)
     x[0] = cost / model.scale
     if nb > 1:
@@ -466,11 +551,18 @@ def start_vector(model: BlockModel, problem: Problem, assignment: np.ndarray,
         tc = tpos[t_of[away]]
         cross[tc, pb[away]] = 1.0
         cross[tc, cb[away]] = 1.0
+        cross[:, cpu] = 0.0  # CPU blocks pay no transfers
         x[model.c0:model.c0 + len(model.tensors) * ncb] = cross[:, model.costed].ravel()
     if model.o0 >= 0:
-        param = np.bincount(a, weights=g.size_param, minlength=nb)
+        param = np.bincount(a[~cpu[a]], weights=g.size_param[~cpu[a]], minlength=nb)
         over = np.maximum(0.0, param - problem.memory) / B / model.scale
         x[model.o0:model.o0 + ncb] = over[model.costed]
+    if model.t0 >= 0:
+        x[model.t0:model.t0 + nb] = cpu
+        xc = np.zeros((n, nb))
+        on = cpu[a]
+        xc[np.flatnonzero(on), a[on]] = 1.0
+        x[model.xc0:model.xc0 + n * nb] = xc.ravel()
     return x
 
 

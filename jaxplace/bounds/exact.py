@@ -4,6 +4,10 @@ k blocks numbered in DAG order, per-tensor crossing variables, linear overflow a
 capacity (see `_model`). Strengthened with z >= the best bound known so far (the simple
 bound at least), an aggregated symmetry-breaking row (empty blocks come last), a MIP
 start from the best partition (renumbered to DAG order) and an objective cutoff.
+
+With CPU blocks or nodes unsupported on accelerators (the NeurIPS 2020 model, mtpp.md
+section 5) the k + cpus blocks in DAG order each get a binary accelerator/CPU type
+(`BlockSpec.hetero`): a CPU block costs its nodes' CPU latency and pays no transfers.
 """
 
 from __future__ import annotations
@@ -27,8 +31,6 @@ from jaxplace.bounds.base import (
     MethodResult,
     Relaxable,
     from_solve,
-    skipped,
-    unmodelled,
 )
 from jaxplace.cost import evaluate_partition, simple_lower_bound
 from jaxplace.problem import Problem
@@ -42,12 +44,35 @@ def exact_model(problem: Problem, *, relax: bool = False, z_lb: float | None = N
         z_lb: a valid lower bound on OPT to put on z (default: the simple bound).
         symmetry: add the empty-blocks-last row.
     """
-    k = problem.k
+    hetero = is_hetero(problem)
+    nb = problem.num_blocks if hetero else problem.k
     L = simple_lower_bound(problem)
     zl = L if z_lb is None else max(L, float(z_lb))
-    spec = BlockSpec(k, div=np.ones(k), mem_scale=np.ones(k), z_lb=zl,
-                     empty_last=symmetry and k > 1)
+    if not math.isfinite(zl):  # infeasible; the model says so (a node fits no block)
+        zl = 0.0
+    spec = BlockSpec(nb, div=np.ones(nb), mem_scale=np.ones(nb), z_lb=zl,
+                     empty_last=symmetry and nb > 1, hetero=hetero)
     return build_block_model(problem, spec, relax=relax)
+
+
+def is_hetero(problem: Problem) -> bool:
+    """CPU blocks or nodes unsupported on accelerators: the typed-block model."""
+    return problem.cpus > 0 or not bool(problem.supported.all())
+
+
+def _start(model: BlockModel, problem: Problem, pc):
+    """The MIP start of a feasible partition: blocks renumbered to DAG order (and, with
+    CPU blocks, which positions are CPUs: the partition's, the spare CPUs on the empty
+    positions at the end)."""
+    a = dag_numbering(pc.assignment, pc.block_order)
+    if model.t0 < 0:
+        return start_vector(model, problem, a, pc.bottleneck)
+    cpu = np.zeros(model.nb, dtype=bool)
+    cpu[a] = pc.assignment >= problem.k
+    spare = problem.cpus - int(cpu.sum())
+    empty = np.setdiff1d(np.arange(model.nb), a)
+    cpu[empty[len(empty) - spare:] if spare > 0 else []] = True
+    return start_vector(model, problem, a, pc.bottleneck, cpu)
 
 
 def exact_bound(problem: Problem, assignment=None, *, relax: bool = False,
@@ -67,9 +92,8 @@ def exact_bound(problem: Problem, assignment=None, *, relax: bool = False,
     if assignment is not None:
         pc = evaluate_partition(problem, assignment)
         if pc.feasible:
-            a = dag_numbering(pc.assignment, pc.block_order)
             ub = pc.bottleneck
-            start = start_vector(model, problem, a, ub)
+            start = _start(model, problem, pc)
     obj_bound = None
     if cutoff and ub is not None and not relax:
         obj_bound = ub * (1 + 1e-7) + 1e-12
@@ -98,9 +122,10 @@ class ExactBound(Relaxable):
     relax: bool = False
 
     def run(self, problem: Problem, context: BoundContext) -> MethodResult:
-        if why := unmodelled(problem):
-            return skipped(self, why)
         t0 = time.perf_counter()
+        if math.isinf(simple_lower_bound(problem)):  # a node fits no device at all
+            return MethodResult(self.name, math.inf, "Infeasible", time.perf_counter() - t0,
+                                kind=self.kind)
         lb = context.lower_bound
         z_lb = None if self.relax or not math.isfinite(lb) else max(
             lb, simple_lower_bound(problem))

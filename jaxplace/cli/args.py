@@ -91,11 +91,30 @@ def add_model_args(p: argparse.ArgumentParser, *, default_device: str | None = N
                    help="override the stage-to-stage link bandwidth, GB/s")
     g.add_argument("--launch-us", type=float, metavar="US",
                    help="override the per-op launch overhead, microseconds")
-    g.add_argument("--coarsen", action="store_true",
-                   help="fuse chains of cheap elementwise ops into their producer")
+    g.add_argument("--coarsen", nargs="?", const=True, default=False, type=coarsen_mode,
+                   metavar="fusion",
+                   help="fuse chains of cheap elementwise ops into their producer; "
+                        "`--coarsen fusion`: MOIRAI's fusion rules (conv+bn+relu, "
+                        "matmul+bias+act, elementwise chains; importers.fusion); results "
+                        "map back to the original ops. Put the model file first or "
+                        "write --coarsen=fusion")
     g.add_argument("--dim", action="append", default=[], metavar="NAME=VALUE",
                    help="value of a symbolic ONNX dimension, e.g. --dim batch=8 "
                         "(repeatable; others default to 1)")
+
+
+COARSEN_MODES = ("fusion",)
+
+
+def coarsen_mode(value: str) -> str:
+    """The value of `--coarsen VALUE` (plain `--coarsen` is True)."""
+    import argparse
+
+    if value not in COARSEN_MODES:
+        raise argparse.ArgumentTypeError(
+            f"expected one of {', '.join(COARSEN_MODES)} or no value, got {value!r} "
+            "(put the model file before --coarsen)")
+    return value
 
 
 _MODEL_FLAGS = (("device", "--device"), ("peak_tflops", "--peak-tflops"),

@@ -31,8 +31,10 @@ def add_arguments(p) -> None:
                    help="a result JSON whose partition to certify (default: the best of "
                    "random priority vectors)")
     p.add_argument("--methods", default=None,
-                   help=f"comma-separated methods (default: {','.join(DEFAULT_METHODS)}; "
-                   "simple,ideals for problems with CPU blocks)")
+                   help="comma-separated methods (default: picked per input: "
+                   "simple,ideals when the graph has at most 60,000 ideals, else "
+                   f"{','.join(DEFAULT_METHODS)}, with CPU blocks only the MIPs that "
+                   "model them)")
     p.add_argument("--time-limit", type=seconds, default=60.0,
                    help="seconds per method (default: %(default)s)")
     p.add_argument("--threads", type=positive_int, default=1,
@@ -74,11 +76,13 @@ def run(args) -> int:
 
     check_output(args.output, inputs=[args.file, args.partition])
     problem, source = load_input(args)
+    why = "--methods"
     if args.methods is None:
         from jaxplace.bounds import DEFAULT_METHODS
-        from jaxplace.bounds.registry import default_methods
+        from jaxplace.bounds.registry import choose_methods
 
-        args.methods = ",".join(default_methods(problem, DEFAULT_METHODS[1:]))
+        chosen, why = choose_methods(problem, DEFAULT_METHODS[1:])
+        args.methods = ",".join(chosen)
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
     if not methods:
         raise JaxplaceError("no methods given", field="--methods")
@@ -92,7 +96,8 @@ def run(args) -> int:
     if args.partition:
         partition = load_assignment(args.partition, problem)
     print(f"{source}: n={problem.n} k={problem.k} time limit {args.time_limit:g}s per "
-          f"method, {args.threads} thread(s)", flush=True)
+          f"method, {args.threads} thread(s); methods {','.join(methods)} ({why})",
+          flush=True)
     with Runner(quiet=args.quiet) as runner:
         try:
             cert = runner.call(lambda: certify_and_print(

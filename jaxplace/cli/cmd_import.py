@@ -1,4 +1,4 @@
-"""`jaxplace import MODEL -o graph.json --device h100 [--coarsen]`: a model file to a
+"""`jaxplace import MODEL -o graph.json --device h100 [--coarsen [fusion]]`: a model file to a
 node-link JSON computation graph costed with the roofline model."""
 
 from __future__ import annotations

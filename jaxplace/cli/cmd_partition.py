@@ -49,12 +49,18 @@ def add_arguments(p) -> None:
     p.add_argument("--time-limit", type=seconds, default=None,
                    help="seconds to spend at most (compile time included)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--noncontiguous", action="store_true",
+                   help="allow non-contiguous splits: the IP of Tarnawski et al. on HiGHS "
+                   "(--method noncontiguous; --time-limit defaults to 60 s), scheduled as "
+                   "a pipeline of virtual pieces")
     add_output_arg(p, "write the result JSON here")
     p.add_argument("--certify", action="store_true",
                    help="also prove a lower bound with HiGHS and print the ladder")
     p.add_argument("--bounds", default=None, type=_methods,
                    help="lower-bound methods for --certify (comma-separated; default: "
-                   "simple,bottleneck,exact, or simple,ideals with CPU blocks)")
+                   "picked per input: simple,ideals when the graph has at most 60,000 "
+                   "ideals, else simple,bottleneck,exact, or simple,exact with CPU "
+                   "blocks)")
     p.add_argument("--certify-time", type=seconds, default=60.0,
                    help="seconds per lower-bound method for --certify")
     p.add_argument("--threads", type=positive_int, default=1, help="HiGHS threads")
@@ -76,6 +82,7 @@ class Found:
     evaluations: int
     elapsed: float
     stopped: str | None = None  # None, "stopped early", "interrupted", "time limit"
+    result: object = None  # the search Result when the search returned
 
 
 def _search_call(problem, args, runner):
@@ -121,18 +128,20 @@ def _run_search(problem, args, runner) -> Found | None:
     if result.interrupted:
         stopped = "interrupted" if runner.interrupted else "stopped early"
     return Found(result.partition, result.method, result.evaluations,
-                 time.perf_counter() - t0, stopped)
+                 time.perf_counter() - t0, stopped, result)
 
 
 def _certify(problem, assignment, args, runner):
     """The Certificate of --certify, or None when interrupted before it finished."""
-    from jaxplace.bounds.registry import default_methods
+    from jaxplace.bounds.registry import choose_methods
     from jaxplace.cli.cmd_certify import certify_and_print
     from jaxplace.cli.runner import Stopped
 
+    methods, why = (args.bounds, "--bounds") if args.bounds else choose_methods(problem)
+    print(f"certify with {','.join(methods)} ({why})", flush=True)
     try:
         return runner.call(lambda: certify_and_print(
-            problem, assignment, methods=args.bounds or default_methods(problem),
+            problem, assignment, methods=methods,
             time_limit=args.certify_time,
             threads=args.threads, mip_rel_gap=1e-6, seed=args.seed, quiet=args.quiet))
     except Stopped:
@@ -161,7 +170,16 @@ def run(args) -> int:
 
         if is_config_file(args.file):  # a decoder config: exact split on any cluster
             return run_config_on_cluster(args, load_cluster_arg(args))
+        cluster = load_cluster_arg(args)
+        if not cluster.is_uniform:  # unequal devices: stages and device order searched
+            from jaxplace.cli.partition_hetero import run_hetero
+
+            return run_hetero(args, cluster)
         throughput_cluster_k(args)
+    if args.noncontiguous:
+        from jaxplace.cli.partition_noncontiguous import check_args, report
+
+        check_args(args)
     check_output(args.output, inputs=[args.file])
     problem, source = load_input(args)
     with Runner(quiet=args.quiet) as runner:
@@ -171,6 +189,8 @@ def run(args) -> int:
                   "written", file=sys.stderr)
             return 130
         best = found.partition  # a Partition (its order goes to the JSON) or blocks
+        if args.noncontiguous:
+            return report(problem, source, found, args, runner)
         cost = evaluate_partition(problem, best.assignment)
         print(f"{source}: n={problem.n} k={problem.k} method={found.method} "
               f"evaluations={found.evaluations} time={found.elapsed:.2f}s"

@@ -138,6 +138,8 @@ def run_latency(args) -> int:
             sched, method, evals = found.schedule, found.method, found.evaluations
             if "baseline" in found.info:
                 method = f"{method} (baseline:{found.info['baseline']})"
+            if found.info.get("refined"):
+                method = f"{method} + refine"
         else:  # after Ctrl-C or the time limit
             sched, method, evals = found
         elapsed = time.perf_counter() - t0

@@ -9,8 +9,11 @@ As a certificate method: `jp.certify(problem, methods=("ideals",))`.
 
 from jaxplace.exact.atoms import Atoms, build_atoms
 from jaxplace.exact.bound import IdealsBound
-from jaxplace.exact.dp import IdealsResult, solve_ideals
+from jaxplace.exact.dp import IdealsResult, count_problem_ideals, solve_ideals
 from jaxplace.exact.lattice import DEFAULT_MAX_IDEALS, count_ideals, enumerate_ideals
+from jaxplace.exact.orphans import OrphanSplit, split_orphans
 
-__all__ = ["DEFAULT_MAX_IDEALS", "Atoms", "IdealsBound", "IdealsResult", "build_atoms",
-           "count_ideals", "enumerate_ideals", "solve_ideals"]
+__all__ = ["DEFAULT_MAX_IDEALS", "Atoms", "IdealsBound", "IdealsResult", "OrphanSplit",
+           "build_atoms", "count_ideals", "count_problem_ideals", "enumerate_ideals",
+           "solve_ideals",
+           "split_orphans"]

@@ -33,6 +33,9 @@ class IdealsBound:
       no feasible split at all: bound inf ("Infeasible");
     - stopped by `context.time_limit` (the DP phase): bound 0, "Time limit reached
       (unfinished)";
+    - orphan backward units whose relaxation is not tight and too many ideals for the
+      full DP (`solve_ideals`, `orphans`): bound = the relaxation's value, "Lower bound
+      (orphan relaxation)", with the repaired split as `assignment`;
     - more than `max_ideals` ideals: bound 0, "skipped: ..." with the count reached.
     """
 
@@ -58,8 +61,14 @@ class IdealsBound:
             bound, status = res.upper_bound, "Infeasible below cutoff"
         elif res.status == "infeasible":
             bound, status = math.inf, "Infeasible"
+        elif res.status == "gap":  # orphan relaxation not tight, no full DP possible
+            bound, status = res.lower_bound, "Lower bound (orphan relaxation)"
+            extra = {"assignment": res.assignment}
         else:
             bound, status = 0.0, "Time limit reached (unfinished)"
+        gap = 0.0
+        if res.status == "gap":
+            gap = (res.cost - bound) / res.cost if math.isfinite(res.cost) else None
         return MethodResult(self.name, bound, status, time.perf_counter() - t0,
-                            gap=0.0 if res.finished else None, kind=self.kind,
+                            gap=gap if res.finished else None, kind=self.kind,
                             build_time=res.times.get("tables", 0.0), solves=1, **extra)

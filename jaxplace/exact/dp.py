@@ -12,6 +12,9 @@ cpu = summed `cpu_latency` (no transfers). The ideals are those of the atom DAG
 (`atoms`): colocation classes and training graphs (each forward piece takes its
 backward nodes along) are handled by the placement units, so every chain of ideals is
 exactly a partition that `jaxplace.cost.evaluate_partition` accepts, and conversely.
+Backward units without a forward node (orphans, free to go anywhere) are left out of
+the ideals and handled by a per-piece relaxation (`orphans`): the DP then runs over the
+forward part's ideals, as Tarnawski et al.'s does.
 
 What makes it fast (pull form: J takes the min over its candidate I's at once):
 - an upper bound U (a known partition's cost, by default the default search's) prunes:
@@ -41,8 +44,10 @@ from jaxplace.exact.lattice import (
     DEFAULT_MAX_IDEALS,
     Lattice,
     build_lattice,
+    count_ideals,
     enumerate_ideals,
 )
+from jaxplace.exact.orphans import OrphanTables, repair, split_orphans
 from jaxplace.problem import Problem
 
 #: Relative slack on the upper bound used for pruning (float64 rounding of cost sums).
@@ -59,12 +64,19 @@ class IdealsResult:
             is feasible.
         assignment: (n,) int64 block per node of an optimal split (accelerators 0..k-1
             in pipeline order, CPUs k..), or None.
-        status: "optimal", "above upper bound", "infeasible" or "time limit".
+        status: "optimal", "above upper bound", "infeasible", "time limit" or "gap"
+            (orphan relaxation not tight: `assignment` is the best split found, `cost`
+            its cost, `lower_bound` the relaxation's value; see `orphans`).
         finished: the DP ran to the end (the cost is proven).
         upper_bound: the bound that pruned the DP (inf: none).
         num_ideals, num_atoms, num_units: sizes; pieces: (I, J) pairs whose cost was
             computed; times: seconds per phase ("atoms", "ideals", "bound", "tables",
             "dp", "total").
+        lower_bound: a proven lower bound on OPT: `cost` when optimal, the pruning bound
+            when "above upper bound", inf when infeasible, the relaxation's value on a
+            "gap", nan when unfinished.
+        num_orphans: orphan backward atoms handled by the relaxation (0: none, or the
+            full DP was used).
     """
 
     cost: float
@@ -77,6 +89,8 @@ class IdealsResult:
     num_units: int
     pieces: int = 0
     times: dict = field(default_factory=dict)
+    lower_bound: float = math.nan
+    num_orphans: int = 0
 
 
 @dataclass(frozen=True)
@@ -93,6 +107,7 @@ class _Config:
     total_sup: float  # work of the other atoms
     max_ratio: float  # max work / cpu latency over those (what a CPU unit of time saves)
     deadline: float
+    orphans: OrphanTables | None = None  # the orphan relaxation's extra piece costs
 
 
 class _Tables:
@@ -130,6 +145,8 @@ def _acc_costs(lat: Lattice, cfg: _Config, t: _Tables, j: int):
         f += lat.size[tj] @ ((cI != cJ).astype(np.float64) - (cI > 0))
     if cfg.memory is not None:
         f += np.maximum(0.0, lat.param[j] - lat.param[idx] - cfg.memory) / cfg.bandwidth
+    if cfg.orphans is not None:
+        f += cfg.orphans.extra(j, idx)
     keep = f <= cfg.ub
     return idx[keep], f[keep]
 
@@ -218,18 +235,24 @@ def _run(lat: Lattice, cfg: _Config) -> tuple[_Tables, bool]:
     return t, True
 
 
-def _assignment(problem: Problem, atoms: Atoms, lat: Lattice, t: _Tables,
-                K: int, C: int) -> np.ndarray:
-    """Walk the parents back from the full ideal; blocks numbered in pipeline order."""
-    j, a, c = lat.num_ideals - 1, K, C
+def _pieces(t: _Tables, N: int, K: int, C: int) -> list[tuple[int, int, bool]]:
+    """(I, J, on CPU) of every piece of the optimal chain, in pipeline order."""
+    j, a, c = N - 1, K, C
     pieces = []
     while j != 0:
         i, on_cpu = int(t.parent[j, a, c]), bool(t.cpu_piece[j, a, c])
-        pieces.append((np.flatnonzero(lat.member_t[:, j] & ~lat.member_t[:, i]), on_cpu))
+        pieces.append((i, j, on_cpu))
         j, a, c = (i, a, c - 1) if on_cpu else (i, a - 1, c)
+    return pieces[::-1]
+
+
+def _assignment(problem: Problem, atoms: Atoms, lat: Lattice, t: _Tables,
+                K: int, C: int) -> np.ndarray:
+    """Walk the parents back from the full ideal; blocks numbered in pipeline order."""
     block = np.empty(atoms.num_atoms, dtype=np.int64)
     n_acc = n_cpu = 0
-    for piece, on_cpu in reversed(pieces):
+    for i, j, on_cpu in _pieces(t, lat.num_ideals, K, C):
+        piece = np.flatnonzero(lat.member_t[:, j] & ~lat.member_t[:, i])
         if on_cpu:
             block[piece], n_cpu = problem.k + n_cpu, n_cpu + 1
         else:
@@ -271,9 +294,29 @@ def _max_ratio(atoms: Atoms) -> float:
     return math.inf if (c <= 0).any() else float((w[has] / c).max())
 
 
+#: How `solve_ideals` treats orphan backward atoms (see `orphans`).
+ORPHAN_MODES = ("auto", "relax", "full")
+
+
+def count_problem_ideals(problem: Problem, max_ideals: int = DEFAULT_MAX_IDEALS,
+                         merge: bool = True) -> int | None:
+    """The number of ideals `solve_ideals` enumerates first (those of the forward
+    atoms when the problem has orphan backward atoms), or None when above `max_ideals`.
+    Costs at most about `max_ideals` x atoms bytes and stops at the limit."""
+    atoms = build_atoms(problem, merge=merge)
+    split = split_orphans(problem, atoms)
+    try:
+        return count_ideals(atoms if split is None else split.forward, max_ideals)
+    except JaxplaceError as exc:
+        if exc.field != "max_ideals":
+            raise
+        return None
+
+
 def solve_ideals(problem: Problem, upper_bound: float | None = None, *, partition=None,
                  search: bool = True, max_ideals: int = DEFAULT_MAX_IDEALS,
-                 time_limit: float | None = None, merge: bool = True) -> IdealsResult:
+                 time_limit: float | None = None, merge: bool = True,
+                 orphans: str = "auto") -> IdealsResult:
     """The optimal contiguous split of `problem` by the DP over ideals.
 
     Optimal over the partitions `jaxplace.cost.evaluate_partition` accepts (acyclic
@@ -290,35 +333,74 @@ def solve_ideals(problem: Problem, upper_bound: float | None = None, *, partitio
         max_ideals: refuse graphs with more ideals (JaxplaceError with the count).
         time_limit: seconds for the DP phase; stopping early gives status "time limit".
         merge: merge cost-free satellite units first (exact; see `atoms`).
+        orphans: backward atoms with no forward node (no ordering edge at all):
+            "auto" runs the DP over the forward atoms' ideals with the orphan relaxation
+            (`jaxplace.exact.orphans`), proving optimality when its repaired split meets
+            its value, else falls back to the full DP when forward ideals x 2^orphans
+            fits `max_ideals` (else status "gap"); "relax" stops after the relaxation;
+            "full" enumerates the ideals with the orphans as isolated atoms.
     """
+    if orphans not in ORPHAN_MODES:
+        raise JaxplaceError(f"must be one of {', '.join(ORPHAN_MODES)}, got {orphans!r}",
+                            field="orphans")
     times, t0 = {}, time.perf_counter()
     atoms = build_atoms(problem, merge=merge)
+    split = None if orphans == "full" else split_orphans(problem, atoms)
     times["atoms"] = time.perf_counter() - t0
-    ideals = enumerate_ideals(atoms, max_ideals)
+    ideals = enumerate_ideals(atoms if split is None else split.forward, max_ideals)
     times["ideals"] = time.perf_counter() - t0 - times["atoms"]
     t1 = time.perf_counter()
     ub = _default_upper_bound(problem, upper_bound, partition, search)
+    known = None
+    if partition is not None:
+        known = evaluate_partition(problem, getattr(partition, "assignment", partition))
     times["bound"] = time.perf_counter() - t1
+    deadline = math.inf if time_limit is None else time.perf_counter() + time_limit
+    if split is None:
+        out = _solve(problem, atoms, ideals, ub, deadline, times)
+    else:
+        out = _solve(problem, atoms, ideals, ub, deadline, times, split, known)
+        m, N = len(split.orphans), out.num_ideals
+        if (out.status == "gap" and orphans == "auto" and m < 60
+                and N * 2 ** m <= max_ideals):
+            times_full: dict = {}
+            full = _solve(problem, atoms, enumerate_ideals(atoms, max_ideals),
+                          min(ub, out.cost), deadline, times_full)
+            full.times = times | {f"full {k}": v for k, v in times_full.items()}
+            if full.status == "above upper bound" and out.cost <= ub:
+                # nothing below the repaired split, which is within the bound
+                full.cost, full.assignment, full.status = out.cost, out.assignment, "optimal"
+                full.lower_bound = out.cost
+            out = full
+    times["total"] = time.perf_counter() - t0
+    out.times = times | out.times
+    return out
+
+
+def _solve(problem: Problem, atoms: Atoms, ideals: np.ndarray, ub: float, deadline: float,
+           times: dict, split=None, known=None) -> IdealsResult:
+    """The DP over `ideals` (of `atoms`, or of `split.forward` with the relaxation)."""
     t1 = time.perf_counter()
-    lat = build_lattice(atoms, ideals, _easy_per_atom(atoms, problem.cpus))
-    del ideals
+    dag = atoms if split is None else split.forward
+    lat = build_lattice(dag, ideals, _easy_per_atom(dag, problem.cpus))
+    tabs = None if split is None else OrphanTables(split, lat.member_t)
     times["tables"] = time.perf_counter() - t1
-    A = atoms.num_atoms
+    A = dag.num_atoms
     K, C = min(problem.k, A), min(problem.cpus, A)
     slack = ub * (1 + PRUNE_RTOL) + 1e-12 if math.isfinite(ub) else math.inf
-    cap = problem.capacity_limit
-    cfg = _Config(K, C, slack, cap, problem.memory, problem.bandwidth,
+    cfg = _Config(K, C, slack, problem.capacity_limit, problem.memory, problem.bandwidth,
                   float(lat.easy[-1]), int(lat.bad[-1]), float(lat.forced[-1]),
-                  float(lat.sup_work[-1]), _max_ratio(atoms),
-                  math.inf if time_limit is None else time.perf_counter() + time_limit)
+                  float(lat.sup_work[-1]), _max_ratio(dag), deadline, tabs)
     t1 = time.perf_counter()
     tables, finished = _run(lat, cfg)
     times["dp"] = time.perf_counter() - t1
-    out = IdealsResult(math.inf, None, "time limit", finished, ub, lat.num_ideals, A,
-                       problem.graph.units.num_units, tables.pieces, times)
-    if finished:
+    out = IdealsResult(math.inf, None, "time limit", finished, ub, lat.num_ideals,
+                       atoms.num_atoms, problem.graph.units.num_units, tables.pieces, times,
+                       num_orphans=0 if split is None else len(split.orphans))
+    if finished and split is None:
         _conclude(problem, atoms, lat, tables, out, K, C)
-    times["total"] = time.perf_counter() - t0
+    elif finished:
+        _conclude_relaxed(problem, tabs, lat, tables, out, K, C, known)
     return out
 
 
@@ -328,9 +410,33 @@ def _conclude(problem: Problem, atoms: Atoms, lat: Lattice, t: _Tables,
     value = float(t.dp[-1, K, C])
     if not math.isfinite(value):
         out.status = "above upper bound" if math.isfinite(out.upper_bound) else "infeasible"
+        out.lower_bound = out.upper_bound if math.isfinite(out.upper_bound) else math.inf
         return
     a = _assignment(problem, atoms, lat, t, K, C)
     cost = evaluate_partition(problem, a).bottleneck
     if not np.isclose(cost, value, rtol=1e-7, atol=1e-9):
         raise RuntimeError(f"DP value {value!r} differs from the split's cost {cost!r}")
-    out.cost, out.assignment, out.status = cost, a, "optimal"
+    out.cost, out.assignment, out.status, out.lower_bound = cost, a, "optimal", cost
+
+
+def _conclude_relaxed(problem: Problem, tabs: OrphanTables, lat: Lattice, t: _Tables,
+                      out: IdealsResult, K: int, C: int, known) -> None:
+    """Fill `out` from the finished relaxed DP: its value bounds OPT from below, the
+    repaired split (or the known one) from above; optimal when they meet."""
+    value = float(t.dp[-1, K, C])
+    split = tabs.split
+    if not problem.cpus and split.bad_orphans:  # an orphan that only a CPU may hold
+        value = math.inf
+    if not math.isfinite(value):
+        out.status = "above upper bound" if math.isfinite(out.upper_bound) else "infeasible"
+        out.lower_bound = out.upper_bound if math.isfinite(out.upper_bound) else math.inf
+        return
+    a = repair(problem, tabs, _pieces(t, lat.num_ideals, K, C), lat.member_t, problem.k)
+    cost = evaluate_partition(problem, a).bottleneck
+    if known is not None and known.bottleneck < cost:
+        a, cost = known.assignment, known.bottleneck
+    if cost < value * (1 - 1e-7) - 1e-9:
+        raise RuntimeError(f"relaxed DP value {value!r} exceeds a split's cost {cost!r}")
+    out.lower_bound = min(value, cost)
+    out.cost, out.assignment = cost, a
+    out.status = "optimal" if cost <= value * (1 + PRUNE_RTOL) + 1e-12 else "gap"

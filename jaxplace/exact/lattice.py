@@ -66,10 +66,16 @@ def enumerate_ideals(atoms: Atoms, max_ideals: int = DEFAULT_MAX_IDEALS) -> np.n
     for size in range(1, A + 1):
         ready = ~level & _preds_in(atoms, level)
         rows, cols = np.nonzero(ready)
-        nxt = level[rows]
-        nxt[np.arange(len(rows)), cols] = True
-        level = _dedupe(nxt)
-        total += len(level)
+        # an ideal of `size` atoms comes from at most `size` parents: refuse before
+        # materializing the candidates when even that many distinct ones are too many
+        least = -(-len(rows) // size)
+        if total + least > max_ideals:
+            total += least
+        else:
+            nxt = level[rows]
+            nxt[np.arange(len(rows)), cols] = True
+            level = _dedupe(nxt)
+            total += len(level)
         if total > max_ideals:
             raise JaxplaceError(
                 f"more than {max_ideals:,} ideals: {total:,} counted up to size {size} of "

@@ -18,15 +18,24 @@ FORMAT = "jaxplace-result/1"
 def result_dict(problem: Problem, partition, *, method: str | None = None,
                 seed: int | None = None, timings: dict | None = None,
                 lower_bound: float | None = None, certificate: Any = None,
-                source: str | None = None, extra: dict | None = None) -> dict:
+                source: str | None = None, extra: dict | None = None,
+                schedule: Any = None) -> dict:
     """The JSON-ready result for `partition` (a Partition or a block per node).
 
     Blocks are renumbered in a topological order of the quotient graph, so block 0 is
     the first pipeline stage. The costs are recomputed with `evaluate_partition`.
+    With `schedule` (the `VirtualPieces` of a non-contiguous split) the split need not
+    be contiguous: blocks are numbered by their first virtual piece, each block says
+    how many pieces it has, and "virtual_pieces" lists the pieces in pipeline order.
     """
     g = problem.graph
     assignment = getattr(partition, "assignment", partition)
-    cost = evaluate_partition(problem, assignment)
+    if schedule is None:
+        cost = evaluate_partition(problem, assignment)
+    else:
+        from jaxplace.exact.pieces import pipeline_cost
+
+        cost = pipeline_cost(problem, assignment, schedule)
     used = [int(b) for b in cost.block_order if np.any(cost.assignment == b)]
     # Pipeline order within each device type: accelerators 0.., CPUs from k on.
     renumber = cost.stage_ids()
@@ -52,9 +61,19 @@ def result_dict(problem: Problem, partition, *, method: str | None = None,
     order = getattr(partition, "order", None)
     if order is not None:
         out["order"] = [g.node_ids[v] for v in order]
+    grouped = original_groups(g)
+    if grouped is not None:  # a coarsened/fused import: the block of every original op
+        out["original_ops"] = [{"name": name, "group": g.node_ids[i], "block": int(a[i])}
+                               for name, i in grouped]
     if certificate is not None:
         out["certificate"] = certificate.to_dict() if hasattr(certificate, "to_dict") \
             else certificate
+    if schedule is not None:
+        per = schedule.per_device(problem.num_blocks)
+        for b, entry in zip(used, blocks, strict=True):
+            entry["pieces"] = int(per[b])
+        out["contiguous"] = False
+        out["virtual_pieces"] = schedule.to_dict(problem, renumber)
     out.update(extra or {})
     return out
 
@@ -106,8 +125,27 @@ def latency_result_dict(problem: Problem, schedule, *, method: str | None = None
         "assignment": dev, "node_ids": list(g.node_ids), "ops": ops,
         "transfers": transfers, "timings": timings or {},
     }
+    grouped = original_groups(g)
+    if grouped is not None:  # a coarsened/fused import: every original op too
+        out["original_ops"] = [{"name": name, "group": g.node_ids[i], **ops[i]}
+                               for name, i in grouped]
+        for entry in out["original_ops"]:
+            del entry["id"]
     out.update(extra or {})
     return out
+
+
+def original_groups(g) -> list | None:
+    """[(original op name or index, grouped node)] per op of the graph a coarsened or
+    fused graph came from (`meta["coarsen_members"]`, which fusion composes), else
+    None."""
+    if "coarsen_members" not in g.meta:
+        return None
+    from jaxplace.importers.coarsen import expand_members
+
+    group = expand_members(g, np.arange(g.num_nodes), "coarsen", "coarsened")
+    names = g.meta.get("coarsen_original_names") or list(range(len(group)))
+    return [(names[v], int(group[v])) for v in range(len(group))]
 
 
 def load_assignment(path: str | os.PathLike, problem: Problem) -> np.ndarray:
@@ -141,7 +179,7 @@ def load_assignment(path: str | os.PathLike, problem: Problem) -> np.ndarray:
         a = [a[pos[v]] for v in g.node_ids]
     try:
         arr = np.asarray(a, dtype=np.int64)
-        evaluate_partition(problem, arr)
+        evaluate_partition(problem, arr, contiguous=data.get("contiguous", True) is not False)
     except (TypeError, ValueError) as exc:
         if isinstance(exc, JaxplaceError):
             raise exc.with_source(source) from None

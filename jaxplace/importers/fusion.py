@@ -313,6 +313,8 @@ def _meta(graph: CompGraph, members, rule_of, costed: bool) -> dict:
     else:
         meta["coarsen_members"] = members
         meta["coarsen_original_nodes"] = graph.num_nodes
+        if graph.names is not None:  # as coarsen(): the original ops' names (results)
+            meta["coarsen_original_names"] = list(graph.names)
     return meta
 
 

@@ -190,6 +190,17 @@ class Featurized:
         return Sizes(bucket(len(self.node)), bucket(len(self.edges)),
                      bucket(len(self.mem_node)), bucket(self.num_tensors))
 
+    @property
+    def coarse_sizes(self) -> Sizes:
+        """One shape per power of two S >= 64: N = T = S, E = 4 S, M = 8 S. For one
+        forward pass padding is nearly free, while every new shape costs a compile
+        (~7 s on a loaded 2-core CPU); four finely bucketed sizes made nearly every
+        graph a new shape."""
+        need = max(len(self.node), self.num_tensors, -(-len(self.edges) // 4),
+                   -(-len(self.mem_node) // 8), 64)
+        S = 1 << (need - 1).bit_length()
+        return Sizes(S, 4 * S, 8 * S, S)
+
 
 def featurize(problem: Problem) -> Featurized:
     """Unpadded scale-free features and message-passing structure of `problem`."""

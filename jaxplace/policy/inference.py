@@ -77,12 +77,13 @@ def _forward(graphdef, params, inputs):
 
 def node_distribution(policy: Policy, problem: Problem) -> dict[str, np.ndarray]:
     """Per-node Gaussian parameters for `problem`: {"mean", "log_std"}, each (n,)
-    float32 NumPy. Shapes are padded to buckets, so similar sizes share a compile."""
+    float32 NumPy. Shapes are padded to powers of two, so graphs of similar sizes
+    share a compile (`Featurized.coarse_sizes`)."""
     if not isinstance(problem, Problem):
         raise JaxplaceError(f"expected a Problem, got {type(problem).__name__}",
                             field="problem")
     f = F.featurize(problem)
-    inputs = F.pad(f, f.sizes)
+    inputs = F.pad(f, f.coarse_sizes)
     mean, log_std = _forward(policy.graphdef, policy.params, inputs)
     n = problem.n
     return {"mean": np.asarray(mean, np.float32)[:n],

@@ -2,7 +2,10 @@
 
 1. BRKGA (Goncalves and Resende 2011), population 100, a third of the budget (with the
    default budget exactly the paper's brkga-10000, sharing its compiled program),
-   stopped early after BRKGA_PATIENCE evaluations without improvement.
+   stopped early after BRKGA_PATIENCE evaluations without improvement. With k >= 8
+   identical accelerators and no CPU blocks its first population and mutants are
+   drawn from the shipped policy (REGAL's coupling; 0.5-1.5% lower cost at k = 8, 16
+   on held-out REGAL-like graphs, no gain at k = 4: notes/policy_default.md).
 2. `ShiftSearch` from the best start among BRKGA's final population and the heuristic
    orders (DFS linearization, ASAP / ALAP layerings over placement units, free units
    placed next to their heaviest tensor partner, user seeds): batches of node shifts
@@ -50,6 +53,12 @@ SEED_BRKGA = False
 #: from the heuristic orders and the few generations a time limit allows never reach
 #: them (n = 2000, 120 s: BRKGA ended above the DFS solution; notes/reliability.md).
 SEED_BRKGA_MIN_NODES = 1000
+#: Draw BRKGA's first population and mutants from the shipped policy (REGAL's
+#: coupling, `jaxplace.search.policy`) in the first phase, on problems with at least
+#: POLICY_MIN_K identical accelerators and no CPU blocks (what the policy was trained
+#: on); option `use_policy` forces it on or off. Measured in notes/policy_default.md.
+USE_POLICY = True
+POLICY_MIN_K = 8
 #: Local searches restarted after a stagnation stop, from the next best start (0: a
 #: restart never improved on REGAL graphs or bert_l-12 in our runs, and costs time).
 RESTARTS = 0
@@ -66,6 +75,10 @@ def default_search(req: SearchRequest):
     `moves`, `focus`, `patience`, `brkga_patience`, `seed_brkga` (heuristic orders in
     BRKGA's first population, else only local-search starts), `restarts` (local
     searches after a stagnation stop, from the next best distinct start)."""
+    if req.hetero:
+        from jaxplace.hetero.search import hetero_default
+
+        return hetero_default(req)
     if req.latency:
         from jaxplace.latency.search import latency_default
 
@@ -83,10 +96,17 @@ def default_search(req: SearchRequest):
     gens = max(int(budget * opt.get("brkga_share", BRKGA_SHARE)) // P, 1)
     with bar(budget, "default", enabled=req.progress) as pb:
         seed_brkga = SEED_BRKGA or problem.n >= SEED_BRKGA_MIN_NODES
-        out1 = evolve(req, "BRKGA", budget=gens * P, population=P, options={},
-                      seeds=s if opt.get("seed_brkga", seed_brkga) else None,
-                      patience=opt.get("brkga_patience", BRKGA_PATIENCE), phase="brkga",
-                      pbar=pb)
+        seeds = s if opt.get("seed_brkga", seed_brkga) else None
+        patience = opt.get("brkga_patience", BRKGA_PATIENCE)
+        if opt.get("use_policy", _policy_helps(problem)):
+            from jaxplace.search.policy import policy_evolve
+
+            out1 = policy_evolve(req, budget=gens * P, population=P, seeds=seeds,
+                                 path=opt.get("policy"), patience=patience,
+                                 phase="policy+brkga", pbar=pb)
+        else:
+            out1 = evolve(req, "BRKGA", budget=gens * P, population=P, options={},
+                          seeds=seeds, patience=patience, phase="brkga", pbar=pb)
         evals, history = out1.evaluations, out1.history
         best_x, best_f = out1.best_x[:problem.n], out1.best_f
         done = out1.interrupted or req.stop.reached(best_f)
@@ -110,6 +130,12 @@ def default_search(req: SearchRequest):
             interrupted = out2.interrupted
             done = out2.interrupted or not out2.stale or req.stop.reached(best_f)
     return finish(req, "default", best_x, evals, history, interrupted, info=info)
+
+
+def _policy_helps(problem: Problem) -> bool:
+    """The default's rule for coupling BRKGA with the shipped policy (module doc)."""
+    return (USE_POLICY and problem.k >= POLICY_MIN_K and problem.cpus == 0
+            and bool(problem.supported.all()))
 
 
 def _starts(problem: Problem, out1, seeds: np.ndarray, restarts: int) -> list:

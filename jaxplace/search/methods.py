@@ -89,9 +89,10 @@ def arrangement_method(weighted: bool):
     label = "mla-weighted" if weighted else "mla"
 
     def run(req: SearchRequest):
-        if req.latency:
-            raise JaxplaceError(f"{label} optimizes the pipeline order; it does not "
-                                "apply to the latency objective", field="method")
+        if req.latency or req.hetero:
+            raise JaxplaceError(f"{label} optimizes the pipeline order for identical "
+                                "devices; it does not apply to the latency objective or "
+                                "unequal devices", field="method")
         spec = req.spec
         data = SearchData(g=req.graph, la=arrangement_edges(req.problem, weighted))
         out = evolve(req, "BRKGA", fitness=ArrangementFitness(spec), data=data,

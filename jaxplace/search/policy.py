@@ -92,6 +92,32 @@ def padded_distribution(req: SearchRequest, path: str | None) -> dict:
     return out
 
 
+def policy_evolve(req: SearchRequest, *, budget: int, population: int, path=None,
+                  seeds=None, phase: str = "policy+brkga", patience: int | None = None,
+                  pbar=None, evaluations0: int = 0):
+    """The coupled policy+BRKGA loop for `budget` evaluations (driver outcome): the
+    first population is the policy's mode, `seeds` and policy samples; mutants are
+    policy samples. Used by "policy+brkga" and by the default search's first phase."""
+    dist = padded_distribution(req, path)
+    from jaxplace.policy import greedy_priorities
+
+    mode = np.asarray(greedy_priorities(dist), np.float32)
+    P = population
+    program = PolicyBRKGAProgram("BRKGA", P, req.spec.width, DecodeFitness(req.spec,
+                                 req.window), ())
+    k_init, k_run = jax.random.split(req.key)
+    X0 = np.array(_sample(dist, k_init, P), np.float32)
+    X0[0] = mode
+    if seeds is not None and len(seeds):
+        s = np.asarray(seeds, np.float32)[:P - 1]
+        X0[1:1 + len(s), :s.shape[1]] = s
+        X0[1:1 + len(s), s.shape[1]:] = 0.0
+    data = SearchData(g=req.graph, dist=dist, params=program.algo.default_params)
+    run = req.run(phase, pbar=pbar, evaluations0=evaluations0)
+    return run_program(program, data, k_run, X0, max(budget // P - 1, 0), run,
+                       patience=patience)
+
+
 def policy_search(req: SearchRequest, coupled: bool):
     """See the module doc. Options: `policy` (checkpoint path)."""
     opts = dict(req.options)
@@ -125,4 +151,4 @@ def policy_search(req: SearchRequest, coupled: bool):
 
 
 __all__ = ["PolicyBRKGAProgram", "PolicySampleProgram", "padded_distribution",
-           "policy_search"]
+           "policy_evolve", "policy_search"]

@@ -116,6 +116,19 @@ class LatencyFitness:
 
 
 @dataclass(frozen=True)
+class HeteroFitness:
+    """The pipeline bottleneck on unequal devices (`jaxplace.hetero.decoder`): rows of
+    N node priorities then D device keys; `data.g` is a `HeteroGraph`."""
+
+    spec: Any  # jaxplace.hetero.decoder.HeteroSpec
+
+    def __call__(self, data: SearchData, X: jnp.ndarray) -> jnp.ndarray:
+        from jaxplace.hetero.decoder import score as hetero_score
+
+        return hetero_score(self.spec, data.g, X)
+
+
+@dataclass(frozen=True)
 class ArrangementFitness:
     """The linear-arrangement cost of Kahn(x) (MLA / MLA-weighted surrogates)."""
 
@@ -376,6 +389,6 @@ class ShiftSearch:
 
 
 __all__ = ["ArrangementFitness", "DecodeFitness", "EvosaxProgram", "Fitness",
-           "LatencyFitness", "Program",
+           "HeteroFitness", "LatencyFitness", "Program",
            "RandomProgram", "SearchData", "ShiftSearch", "algorithms", "arrangement_cost",
            "arrangement_edges", "neighbour_table", "order_priorities", "orders_of"]

@@ -48,6 +48,9 @@ def _policy_method(name: str):
         if req.latency:
             raise JaxplaceError(f"{name} was trained for pipeline stages; it does not "
                                 "apply to the latency objective", field="method")
+        if req.hetero:
+            raise JaxplaceError(f"{name} was trained for identical devices; it does not "
+                                "apply to a cluster of unequal devices", field="method")
         return policy_search(req, coupled=(name == "policy+brkga"))
 
     run.__name__ = f"run_{name.replace('+', '_')}"
@@ -56,15 +59,22 @@ def _policy_method(name: str):
 
 def _relax_method(name: str):
     def run(req: SearchRequest) -> Result:
-        if req.latency:
-            raise JaxplaceError(f"{name} relaxes pipeline stages; it does not apply to "
-                                "the latency objective", field="method")
+        if req.latency or req.hetero:
+            raise JaxplaceError(f"{name} relaxes stages on identical devices; it does "
+                                "not apply to the latency objective or unequal devices",
+                                field="method")
         from jaxplace.relax.search import relax_brkga_search, relax_search
 
         return (relax_brkga_search if name == "relax+brkga" else relax_search)(req)
 
     run.__name__ = f"run_{name.replace('+', '_')}"
     return run
+
+
+def _noncontiguous_search(req: SearchRequest) -> Result:
+    from jaxplace.exact.noncontiguous import noncontiguous_search  # highspy on first use
+
+    return noncontiguous_search(req)
 
 
 def _build() -> dict[str, Method]:
@@ -87,6 +97,9 @@ def _build() -> dict[str, Method]:
                         "gradient descent on a smooth surrogate, decoded exactly"),
         "relax+brkga": Method("relax+brkga", _relax_method("relax+brkga"),
                               description="BRKGA seeded with relaxed solutions"),
+        "noncontiguous": Method("noncontiguous", _noncontiguous_search, 1,
+                                "non-contiguous split by the IP of Tarnawski et al. "
+                                "(HiGHS; virtual-device pipeline)"),
     }
     for name in algorithms():
         if name != "BRKGA":

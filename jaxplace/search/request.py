@@ -69,12 +69,19 @@ class SearchRequest:
     def latency(self) -> bool:
         return self.problem.objective == "latency"
 
+    @property
+    def hetero(self) -> bool:
+        """Throughput on unequal devices: candidates also carry device keys."""
+        return self.problem.hetero
+
     @cached_property
     def fitness(self):
         """What a candidate costs: the throughput decoder (with the window) or, for
         latency problems, the makespan of the list schedule."""
-        from jaxplace.search.programs import DecodeFitness, LatencyFitness
+        from jaxplace.search.programs import DecodeFitness, HeteroFitness, LatencyFitness
 
+        if self.hetero:
+            return HeteroFitness(self.spec)
         if self.latency:
             return LatencyFitness(self.spec)
         return DecodeFitness(self.spec, self.window)
@@ -90,6 +97,10 @@ class SearchRequest:
             from jaxplace.latency.decoder import latency_graph
 
             return latency_graph(self.problem.latency)
+        if self.hetero:  # (HeteroSpec, HeteroGraph): node and device keys
+            from jaxplace.hetero.decoder import hetero_graph
+
+            return hetero_graph(self.problem.pipeline_instance, self.problem.k)
         st = graph_structure(self.problem.graph)
         spec = search_spec(self.problem, st, SPEC_STEPS) if SPEC_STEPS else None
         return device_graph(self.problem, spec, structure=st)
@@ -102,6 +113,10 @@ class SearchRequest:
         problems: the EFT greedy's list schedule."""
         from jaxplace.search.baselines import dfs_order, order_to_priorities
 
+        if self.hetero:  # the DFS linearization on the devices fastest first
+            from jaxplace.hetero.search import hetero_first
+
+            return hetero_first(self)
         if self.latency:  # the EFT greedy (HEFT upward ranks)
             from jaxplace.latency.search import latency_seeds
 
@@ -127,7 +142,7 @@ class SearchRequest:
         them are worse than the first solution, and get an achievable over-estimate.
         Rounded up to a power of two so that graphs of one bucket share programs.
         """
-        if self.latency:
+        if self.latency or self.hetero:
             return None
         first = self.first_solution
         if not self.windowed or first is None or not np.isfinite(first.cost):
@@ -151,13 +166,18 @@ class SearchRequest:
     def run(self, phase: str, **kw) -> Run:
         """Driver settings for one phase of this search."""
         kw.setdefault("progress", self.progress)
+        n = None if self.hetero else self.problem.n  # hetero: device keys come along
         return Run(stop=self.stop, start=self.start, observer=self.observer,
-                   n=self.problem.n, lb=self.lower_bound, phase=phase, **kw)
+                   n=n, lb=self.lower_bound, phase=phase, **kw)
 
 
 def finish(req: SearchRequest, method: str, x, evaluations: int, history: History,
            interrupted: bool, info: dict | None = None) -> Result:
     """The `Result` of priorities x, decoded by the float64 reference (exact)."""
+    if req.hetero:  # x: node priorities and device keys
+        from jaxplace.hetero.search import hetero_result
+
+        return hetero_result(req, method, x, evaluations, history, interrupted, info)
     x = np.asarray(x, np.float32)[:req.problem.n]
     if req.latency:
         from jaxplace.latency.search import latency_result
@@ -172,6 +192,10 @@ def finish(req: SearchRequest, method: str, x, evaluations: int, history: Histor
 
 def problem_lower_bound(problem: Problem) -> float:
     """The simple lower bound of the problem's objective (bottleneck or makespan)."""
+    if problem.hetero:
+        from jaxplace.hetero.bound import lower_bound as hetero_lower_bound
+
+        return hetero_lower_bound(problem.pipeline_instance, problem.k)
     if problem.objective == "latency":
         from jaxplace.latency.reference import lower_bound
 

@@ -49,7 +49,8 @@ class Result:
     Attributes:
         cost: bottleneck of `partition`, float64 (exact for that partition).
         partition: the `jaxplace.Partition` (order, cuts, assignment, cost).
-        priorities: (n,) float32 priority vector that decodes to `partition`.
+        priorities: (n,) float32 priority vector that decodes to `partition`; on
+            unequal devices (`Problem.hetero`) (n + d,): then the d device keys.
         evaluations: decoder evaluations spent (for "mla"/"mla-weighted": arrangement
             evaluations, plus the one final decode).
         wall_time: seconds, compile time included.
@@ -59,7 +60,10 @@ class Result:
         interrupted: True when Ctrl-C or the time limit stopped the search early.
         schedule: for latency problems, the `jaxplace.latency.Schedule` (device,
             start and finish of every op, the transfers); `cost` is its makespan and
-            `partition.assignment` the device of every op. None otherwise.
+            `partition.assignment` the device of every op. For method
+            "noncontiguous", the `jaxplace.exact.pieces.VirtualPieces` of the split
+            (`partition.cuts` start its virtual pieces, `partition.assignment` is the
+            device of every op). None otherwise.
     """
 
     cost: float

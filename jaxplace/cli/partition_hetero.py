@@ -1,0 +1,162 @@
+"""`jaxplace partition FILE --cluster C --objective throughput` on unequal devices:
+pipeline stages on distinct devices, node order and device order searched together
+(`jaxplace.hetero`).
+
+Prints the per-stage table (device, ops, compute, transfers in and out, total time,
+memory), the bottleneck, the lower bound (`jaxplace.hetero.bound`) and the DFS order
+on the devices fastest first for comparison; -o writes the stage plan as JSON.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import numpy as np
+
+from jaxplace.errors import JaxplaceError
+
+FORMAT = "jaxplace-hetero-result/1"
+
+
+def _problem(args, cluster):
+    from jaxplace.cli.args import load_input
+    from jaxplace.problem import Problem
+
+    base, source = load_input(args, default_k=1)
+    k = cluster.num_devices if args.k is None else args.k
+    try:
+        problem = Problem(base.graph, k=k, cluster=cluster, objective="throughput")
+    except JaxplaceError as exc:
+        raise exc.with_source(args.cluster) from None
+    return problem, source
+
+
+def _search(problem, args, runner):
+    """(Result or (row, method, evaluations), stopped) under the runner."""
+    from jaxplace.cli.runner import Stopped
+    from jaxplace.search import StopRule, search
+    from jaxplace.search.request import problem_lower_bound
+
+    kw = {"budget": args.budget, "seed": args.seed, "progress": False,
+          "stop": StopRule(time_limit=args.time_limit, cancel=runner.cancel),
+          "observer": runner.observe}
+    try:
+        res = runner.call(lambda: search(problem, args.method, **kw), desc="search",
+                          deadline=args.time_limit,
+                          lower_bound=problem_lower_bound(problem))
+    except Stopped as stop:
+        x = getattr(stop.latest, "best_x", None)
+        why = "interrupted" if stop.interrupted else "time limit"
+        if x is None:
+            return None, why
+        return (x, "incumbent", int(getattr(stop.latest, "evaluations", 0))), why
+    return res, ("stopped early" if res.interrupted else None)
+
+
+def _row(problem, x) -> np.ndarray:
+    """(n + d,) node priorities and device keys of an incumbent's search row."""
+    from jaxplace.hetero.decoder import make_spec
+    from jaxplace.hetero.search import speed_keys
+
+    inst = problem.pipeline_instance
+    n, d = inst.n, inst.num_devices
+    x = np.asarray(x, np.float32)
+    spec = make_spec(inst, problem.k)
+    if len(x) == spec.width:
+        return np.concatenate([x[:n], x[spec.N:spec.N + d]])
+    return x if len(x) == n + d else np.concatenate([x[:n], speed_keys(inst)])
+
+
+def stage_rows(inst, sc) -> list[dict]:
+    """One dict per stage: device name, ops, seconds, bytes."""
+    return [{"stage": s, "device": inst.device_names[int(sc.devices[s])],
+             "ops": int(sc.ops[s]), "compute_s": float(sc.compute[s]),
+             "transfer_in_s": float(sc.transfer_in[s]),
+             "transfer_out_s": float(sc.transfer_out[s]), "total_s": float(sc.total[s]),
+             "memory_bytes": float(sc.memory[s]),
+             "capacity_bytes": float(inst.capacity[int(sc.devices[s])])}
+            for s in range(sc.num_stages)]
+
+
+def stage_table(inst, sc) -> str:
+    """A text table of `stage_rows` (times in ms, memory in GB)."""
+    rows = stage_rows(inst, sc)
+    w = max(6, *(len(r["device"]) for r in rows))
+    lines = [f"{'stage':>5}  {'device':<{w}}  {'ops':>6}  {'compute ms':>10}  "
+             f"{'in ms':>9}  {'out ms':>9}  {'total ms':>10}  {'memory GB':>10}  {'of GB':>8}"]
+    for r in rows:
+        lines.append(f"{r['stage']:>5}  {r['device']:<{w}}  {r['ops']:>6}  "
+                     f"{r['compute_s'] * 1e3:>10.4g}  {r['transfer_in_s'] * 1e3:>9.4g}  "
+                     f"{r['transfer_out_s'] * 1e3:>9.4g}  {r['total_s'] * 1e3:>10.4g}  "
+                     f"{r['memory_bytes'] / 1e9:>10.4g}  {r['capacity_bytes'] / 1e9:>8.4g}")
+    return "\n".join(lines)
+
+
+def result_dict(problem, part, sc, *, method: str, lower_bound: float, source: str,
+                extra: dict) -> dict:
+    """The JSON-ready stage plan."""
+    inst = problem.pipeline_instance
+    return {"format": FORMAT, "objective": "throughput", "source": source,
+            "cluster": problem.cluster.name, "devices": list(inst.device_names),
+            "method": method, "bottleneck": sc.bottleneck, "lower_bound": lower_bound,
+            "stages": stage_rows(inst, sc),
+            "stage_devices": [inst.device_names[int(p)] for p in sc.devices],
+            "assignment": [int(s) for s in sc.assignment],
+            "order": [int(v) for v in part.order], **extra}
+
+
+def run_hetero(args, cluster) -> int:
+    from jaxplace.cli.args import check_output
+    from jaxplace.cli.runner import Runner
+    from jaxplace.formats._json import write_json
+    from jaxplace.hetero.bound import lower_bound
+    from jaxplace.hetero.reference import decode, evaluate_stages
+    from jaxplace.hetero.search import speed_keys
+    from jaxplace.search.baselines import dfs_order, order_to_priorities
+
+    if getattr(args, "certify", False):
+        raise JaxplaceError("--certify has no bound ladder for unequal devices yet; the "
+                            "simple bound is printed", field="--certify")
+    check_output(args.output, inputs=[args.file])
+    problem, source = _problem(args, cluster)
+    inst = problem.pipeline_instance
+    t0 = time.perf_counter()
+    with Runner(quiet=args.quiet) as runner:
+        found, stopped = _search(problem, args, runner)
+        if found is None:
+            print("jaxplace: interrupted before a first solution was found; nothing "
+                  "written", file=sys.stderr)
+            return 130
+        if isinstance(found, tuple):  # after Ctrl-C or the time limit
+            x, method, evals = found
+            part = decode(inst, _row(problem, x), problem.k)
+        else:
+            part, method, evals = found.partition, found.method, found.evaluations
+        sc = evaluate_stages(inst, part.assignment, part.devices)
+        elapsed = time.perf_counter() - t0
+        print(f"{source}: n={problem.n} cluster={problem.cluster.name} k={problem.k} "
+              f"method={method} evaluations={evals} time={elapsed:.2f}s"
+              + (f" ({stopped})" if stopped else ""), flush=True)
+        print(stage_table(inst, sc))
+        lb = lower_bound(inst, problem.k)
+        x_dfs = np.concatenate([order_to_priorities(dfs_order(problem.graph)),
+                                speed_keys(inst)])
+        dfs = decode(inst, x_dfs, problem.k).cost
+        ratio = f"{sc.bottleneck / lb:.4f}" if lb > 0 else "n/a"
+        print(f"bottleneck {sc.bottleneck * 1e3:.6g} ms   lower bound {lb * 1e3:.6g} ms "
+              f"(compute / devices)   ratio {ratio}   DFS fastest-first "
+              f"{dfs * 1e3:.6g} ms ({dfs / sc.bottleneck:.3f}x)")
+        if args.output:
+            write_json(args.output, result_dict(
+                problem, part, sc, method=method, lower_bound=lb, source=source,
+                extra={"seed": args.seed, "evaluations": evals, "search_s": elapsed,
+                       **({"stopped": stopped} if stopped else {})}))
+            print(f"wrote {args.output}")
+        if runner.interrupted:
+            print("jaxplace: interrupted", file=sys.stderr)
+            return 130
+    return 0
+
+
+__all__ = ["result_dict", "run_hetero", "stage_rows", "stage_table"]

@@ -1,0 +1,15 @@
+"""Pipeline throughput on a cluster of unequal devices (issue 17).
+
+Stages go to distinct devices in an order searched beside the node priorities: a
+candidate is (node priorities, device keys); Kahn gives the op order, the keys the
+device sequence, and the slicing DP splits the order into at most k stages on a
+prefix of that sequence. `model` holds the stage cost (per-device op times, transfers
+over the directed links, memory), `reference` the float64 oracle (DP, decode,
+`evaluate_stages`), `decoder` the batched JAX decoder, `bound` a valid lower bound,
+`search` the default search, `baselines` the identical-device baselines, `brute` brute
+force for tests. A `Problem(graph, cluster=unequal, objective="throughput")` uses it.
+"""
+
+from jaxplace.hetero.reference import StageCosts, decode, evaluate_stages, slice_on_devices
+
+__all__ = ["StageCosts", "decode", "evaluate_stages", "slice_on_devices"]

@@ -1,0 +1,181 @@
+"""Searching node priorities and the device order together (the `jp.search` side).
+
+A candidate row holds N node priorities and D device keys (`jaxplace.hetero.decoder`);
+every method that scores through `SearchRequest.fitness` (default, random, brkga,
+every evosax algorithm) searches both. `hetero_result` decodes the best row by the
+float64 reference. The default search:
+
+1. BRKGA (population 100) whose first population holds the heuristic node orders of
+   `search.baselines.seed_priorities` (DFS linearization, layerings), each with the
+   devices fastest first and, for the DFS order, every other device order too (up to
+   SEED_ORDERS); half the budget, stopped after PATIENCE stale evaluations.
+2. The (1 + batch) key-shift local search of the latency search (`KeyShift`) on the
+   node priorities; the rest of the budget.
+3. Every device order (d! <= POLISH_ORDERS) re-sliced on the best node order by the
+   reference DP, and the best kept.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxplace.hetero.reference import decode, slice_on_devices
+
+BRKGA_SHARE = 0.5
+POPULATION = 100
+LOCAL_BATCH = 64
+LOCAL_CHUNK = 8
+PATIENCE = 6000
+#: Device orders of the DFS seed in BRKGA's first population, at most.
+SEED_ORDERS = 24
+#: Device orders tried on the final node order, at most (d! larger: skipped).
+POLISH_ORDERS = 120
+
+
+def speed_keys(inst) -> np.ndarray:
+    """(d,) float32 device keys ranking the devices fastest first (least total op
+    time), ties to the smaller index."""
+    tot = inst.times.sum(axis=0)
+    rank = np.lexsort((np.arange(len(tot)), tot))  # fastest first
+    keys = np.empty(len(tot), np.float32)
+    keys[rank] = (len(tot) - np.arange(len(tot))) / len(tot)
+    return keys
+
+
+def order_keys(devices) -> np.ndarray:
+    """(d,) float32 device keys whose sequence is `devices` (a permutation)."""
+    d = len(devices)
+    keys = np.empty(d, np.float32)
+    keys[np.asarray(devices)] = (d - np.arange(d)) / d
+    return keys
+
+
+def split_row(req, x) -> np.ndarray:
+    """(n + d,) float32 node priorities and device keys from a search row (width
+    N + D), an (n + d,) row, or (n,) node priorities (devices fastest first)."""
+    inst = req.problem.pipeline_instance
+    n, d = inst.n, inst.num_devices
+    x = np.asarray(x, np.float32).reshape(-1)
+    spec = req.spec
+    if len(x) == spec.width:
+        return np.concatenate([x[:n], x[spec.N:spec.N + d]])
+    if len(x) == n + d:
+        return x
+    return np.concatenate([x[:n], speed_keys(inst)])
+
+
+def hetero_result(req, method: str, x, evaluations: int, history, interrupted: bool,
+                  info: dict | None = None):
+    """The `Result` of a row x: the reference decode (exact float64 bottleneck); its
+    partition's `devices` is the stage -> device map, `priorities` the (n + d,) row."""
+    from jaxplace.search.result import Result
+
+    xr = split_row(req, x)
+    part = decode(req.problem.pipeline_instance, xr, req.problem.k)
+    return Result(cost=float(part.cost), partition=part, priorities=xr,
+                  evaluations=int(evaluations), wall_time=time.perf_counter() - req.start,
+                  history=history, method=method, lower_bound=req.lower_bound,
+                  interrupted=interrupted, info=info or {})
+
+
+def hetero_first(req):
+    """The DFS linearization on the devices fastest first (a first solution)."""
+    from jaxplace.search.baselines import dfs_order, order_to_priorities
+    from jaxplace.search.request import finish
+    from jaxplace.search.result import History
+
+    x = order_to_priorities(dfs_order(req.problem.graph))
+    return finish(req, "dfs", x, 1, History.empty(), False)
+
+
+def hetero_seeds(req) -> np.ndarray:
+    """(S, width) float32 seed rows (module docstring, step 1)."""
+    from jaxplace.search.baselines import seed_priorities
+
+    inst, spec = req.problem.pipeline_instance, req.spec
+    n, d = inst.n, inst.num_devices
+    nodes = np.asarray(seed_priorities(req.problem.graph), np.float32).reshape(-1, n)
+    if req.seeds is not None:
+        nodes = np.concatenate([np.asarray(req.seeds, np.float32).reshape(-1, n), nodes])
+    fast = speed_keys(inst)
+    first = np.argsort(-fast, kind="stable")
+    orders = [first] + [np.asarray(p) for p in itertools.islice(
+        itertools.permutations(first), 1, SEED_ORDERS)]
+    rows = [(x, fast) for x in nodes] + [(nodes[0], order_keys(o)) for o in orders[1:]]
+    out = np.zeros((len(rows), spec.width), np.float32)
+    for i, (x, keys) in enumerate(rows):
+        out[i, :n] = x
+        out[i, spec.N:spec.N + d] = keys
+    return out
+
+
+def polish(inst, k: int, x: np.ndarray) -> tuple[np.ndarray, float]:
+    """(row, cost): x's node order re-sliced on every device order (d! <=
+    POLISH_ORDERS), the best by the reference DP (x itself when none is better)."""
+    from jaxplace.reference import kahn
+
+    n, d = inst.n, inst.num_devices
+    best = decode(inst, x, k)
+    if np.prod(np.arange(1, d + 1)) > POLISH_ORDERS:
+        return x, best.cost
+    order = kahn(inst.graph, x[:n])
+    cost, keys = best.cost, x[n:]
+    for perm in itertools.permutations(range(d)):
+        c = slice_on_devices(inst, order, perm, k).cost
+        if c < cost:
+            cost, keys = c, order_keys(perm)
+    return np.concatenate([x[:n], keys]).astype(np.float32), cost
+
+
+def hetero_default(req):
+    """The default search of a throughput problem on unequal devices (module doc)."""
+    from jaxplace.latency.search import KeyShift
+    from jaxplace.progress import bar
+    from jaxplace.search.driver import run_program
+    from jaxplace.search.methods import evolve
+    from jaxplace.search.programs import SearchData
+    from jaxplace.search.request import finish
+
+    problem, opt = req.problem, dict(req.options)
+    budget = req.budget
+    P = max(2, min(req.population_size or POPULATION, budget // 3))
+    seeds = hetero_seeds(req)
+    patience = opt.get("patience", PATIENCE)
+    gens = max(int(budget * opt.get("brkga_share", BRKGA_SHARE)) // P, 1)
+    with bar(budget, "default", enabled=req.progress) as pb:
+        out1 = evolve(req, "BRKGA", budget=gens * P, population=P, options={}, seeds=seeds,
+                      patience=patience, phase="brkga", pbar=pb)
+        evals, history = out1.evaluations, out1.history
+        best_x, best_f, interrupted = out1.best_x, out1.best_f, out1.interrupted
+        batch = opt.get("local_batch", LOCAL_BATCH)
+        steps = (budget - evals) // batch
+        if not (interrupted or req.stop.reached(best_f)) and steps >= LOCAL_CHUNK:
+            program = KeyShift(req.spec.width, batch, req.fitness, opt.get("moves", 3))
+            data = SearchData(g=req.graph, nn=jnp.asarray(problem.n, jnp.int32))
+            X0 = np.asarray(best_x, np.float32)[None]
+            out2 = run_program(program, data, jax.random.key(req.seed + 1), X0, steps,
+                               req.run("local", pbar=pb, evaluations0=evals),
+                               chunk=LOCAL_CHUNK, patience=patience)
+            evals += out2.evaluations
+            history = history.concat(out2.history)
+            interrupted = out2.interrupted
+            if out2.best_f < best_f:
+                best_x, best_f = out2.best_x, out2.best_f
+    info = {"brkga_best": out1.best_f, "search_best": best_f}
+    x, _ = polish(problem.pipeline_instance, problem.k, split_row(req, best_x))
+    res = finish(req, "default", x, evals, history, interrupted, info=info)
+    for row in seeds:  # float32 ranking may differ from float64: keep the exact best
+        r = finish(req, "default", row, evals, history, interrupted,
+                   info={**info, "from_seed": True})
+        if r.cost < res.cost:
+            res = r
+    return res
+
+
+__all__ = ["hetero_default", "hetero_first", "hetero_result", "hetero_seeds",
+           "order_keys", "polish", "speed_keys", "split_row"]
