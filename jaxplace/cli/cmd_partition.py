@@ -160,6 +160,10 @@ def run(args) -> int:
     from jaxplace.formats import save_result
     from jaxplace.report import stage_table
 
+    if args.noncontiguous and (args.objective == "latency" or args.cluster):
+        raise JaxplaceError("--noncontiguous splits identical accelerators (and CPU "
+                            "blocks) for throughput; it does not take --cluster or "
+                            "--objective latency", field="noncontiguous")
     if args.objective == "latency":
         from jaxplace.cli.partition_latency import run_latency
 

@@ -83,8 +83,8 @@ def main(argv=None) -> None:
     ap.add_argument("--time-limit", type=float, default=120.0,
                     help="seconds per workload, warm start included (default 120)")
     ap.add_argument("--threads", type=int, default=1, help="HiGHS threads")
-    ap.add_argument("--heuristic-effort", type=float, default=None,
-                    help="HiGHS mip_heuristic_effort (default: HiGHS's 0.05)")
+    ap.add_argument("--heuristic-effort", type=float, default=0.3,
+                    help="HiGHS mip_heuristic_effort (default 0.3, SolveOptions' default)")
     args = ap.parse_args(argv)
     root = Path(args.data) / "throughput"
     print(HEADER, flush=True)
