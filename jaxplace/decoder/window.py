@@ -69,6 +69,39 @@ def window_for(bounds: np.ndarray, spec: Spec, expected_max: float | None) -> in
     return L
 
 
+#: The search's block window of a padded class (N units, K table rows) is about
+#: N * WINDOW_CLASS_C / sqrt(K): on REGAL-like graphs (n 50-200) the window the first
+#: solution needs is at most 0.69 N at k = 4, 0.49 N at 8, 0.34 N at 16 (180 graph/k
+#: pairs, notes/compile.md), about 1.4 / sqrt(k) of N.
+WINDOW_CLASS_C = 1.4
+#: Class windows over this fraction of N are not used (full DP): at k = 4 a window of
+#: 0.7 N scored no faster than the full DP (notes/compile.md).
+WINDOW_CLASS_MAX_FRACTION = 0.5
+
+
+def class_window(spec: Spec) -> int | None:
+    """The one restricted window of the padded class `spec` (N, K): N * WINDOW_CLASS_C
+    / sqrt(K) rounded up to a multiple of 16 (the suffix sums' block); None when that
+    is over WINDOW_CLASS_MAX_FRACTION of N."""
+    L = -(-int(np.ceil(spec.N * WINDOW_CLASS_C / np.sqrt(max(spec.K, 1)))) // 16) * 16
+    return None if L > WINDOW_CLASS_MAX_FRACTION * spec.N else L
+
+
+def search_window(bounds: np.ndarray, spec: Spec, expected_max: float | None
+                  ) -> int | None:
+    """Static window of a search: the class window (`class_window`) when it is exact
+    for costs up to WINDOW_SLACK * expected_max, else None (the full DP). A function
+    of the padded class alone, so a class compiles at most two programs (window or
+    full DP) whatever the graphs' costs."""
+    if expected_max is None or not np.isfinite(expected_max) or expected_max <= 0:
+        return None
+    W = class_window(spec)
+    if W is None:
+        return None
+    need = int(np.searchsorted(bounds, WINDOW_SLACK * expected_max, side="right"))
+    return W if need <= W and W < len(bounds) else None
+
+
 class WindowPolicy(Protocol):
     """Chooses the static window of the next call and sees its costs afterwards."""
 
@@ -134,4 +167,5 @@ def window_policy(window) -> WindowPolicy:
 
 
 __all__ = ["AdaptiveWindow", "FixedWindow", "FullWindow", "WINDOW_MARGIN", "WindowPolicy",
-           "block_bound", "block_bounds", "window_for", "window_policy"]
+           "block_bound", "block_bounds", "class_window", "search_window", "window_for",
+           "window_policy"]

@@ -13,11 +13,18 @@
    (plateau walks); for k >= FOCUS_MIN_K half the moves start at the incumbent's
    bottleneck block or its neighbours. Stops after PATIENCE evaluations without
    improvement, then restarts (RESTARTS times) from the next best distinct start.
-3. Budget: 30,000 evaluations, or max(3000, 600 n) when smaller; the search stops at
+3. MIP polish (`jaxplace.search.polish`): for k <= 4 identical accelerators and
+   n <= 400, the exact MIP on HiGHS warm-started from the best partition, for the
+   search's own time so far (2-10 s, within the time limit); its incumbent, when
+   better, becomes the answer (0.969x the cost on 12 held-out REGAL-like graphs at
+   k = 4; notes/polish.md). Option `polish` (bool) forces it on or off.
+4. Budget: 30,000 evaluations, or max(3000, 600 n) when smaller; the search stops at
    once when the cost reaches the simple lower bound (proved optimal).
 """
 
 from __future__ import annotations
+
+import time
 
 import numpy as np
 
@@ -27,7 +34,9 @@ from jaxplace.reference import decode_reference
 from jaxplace.search.baselines import seed_priorities
 from jaxplace.search.local import shift_search
 from jaxplace.search.methods import evolve
+from jaxplace.search.polish import mip_polish, order_priorities, polish_applies, polish_time
 from jaxplace.search.request import SearchRequest, finish
+from jaxplace.search.result import History
 
 #: Decoder evaluations of the default search (about 3x the paper's brkga-10000).
 DEFAULT_BUDGET = 30_000
@@ -129,7 +138,38 @@ def default_search(req: SearchRequest):
                 best_x, best_f = out2.best_x[:problem.n], out2.best_f
             interrupted = out2.interrupted
             done = out2.interrupted or not out2.stale or req.stop.reached(best_f)
+        if not (interrupted or req.stop.cancelled() or req.stop.reached(best_f)) and opt.get(
+                "polish", polish_applies(problem)):
+            x, f = _polish(req, best_x, best_f, info)
+            if f < best_f:  # the re-decode of the MIP's incumbent: one evaluation
+                evals += 1
+                history = history.concat(History(
+                    np.array([evals], np.int64),
+                    np.array([time.perf_counter() - req.start]), np.array([f])))
+                best_x, best_f = x, f
     return finish(req, "default", best_x, evals, history, interrupted, info=info)
+
+
+def _polish(req: SearchRequest, best_x, best_f: float, info: dict):
+    """Step 3 (module doc): the MIP polish; (priorities, cost), improved or not."""
+    problem = req.problem
+    elapsed = time.perf_counter() - req.start
+    limit = req.stop.time_limit
+    t = polish_time(elapsed, None if limit is None else limit - elapsed)
+    if t < 0.5:
+        return best_x, best_f
+    part = decode_reference(problem, np.asarray(best_x, np.float32))
+    out = mip_polish(problem, part.assignment, time_limit=t)
+    info["polish"] = {"time": t}
+    if out is None:
+        return best_x, best_f
+    _, cost, pinfo = out
+    x = order_priorities(problem, out[0])
+    got = decode_reference(problem, x).cost
+    info["polish"] |= pinfo | {"decoded": got}
+    if got < best_f:
+        return x, got
+    return best_x, best_f
 
 
 def _policy_helps(problem: Problem) -> bool:

@@ -140,20 +140,18 @@ class SearchRequest:
         Blocks of more units than any block of a partition costing at most 1.05x the
         first solution can hold are never scored exactly: candidates that would need
         them are worse than the first solution, and get an achievable over-estimate.
-        Rounded up to a power of two so that graphs of one bucket share programs.
+        The window is the padded class's own (`jaxplace.decoder.window.search_window`:
+        one per (N, K), or the full DP when the first solution needs more), so graphs
+        of one class share programs (notes/compile.md, 2026-11-23 session 3).
         """
         if self.latency or self.hetero:
             return None
         first = self.first_solution
         if not self.windowed or first is None or not np.isfinite(first.cost):
             return None
-        from jaxplace.decoder.window import WINDOW_MAX_FRACTION, block_bounds, window_for
+        from jaxplace.decoder.window import block_bounds, search_window
 
-        L = window_for(block_bounds(self.problem), self.spec, first.cost)
-        if L is None:
-            return None
-        L = 1 << (L - 1).bit_length()
-        return None if L > WINDOW_MAX_FRACTION * self.spec.N else L
+        return search_window(block_bounds(self.problem), self.spec, first.cost)
 
     @property
     def spec(self):
