@@ -20,16 +20,12 @@ from __future__ import annotations
 import itertools
 import time
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 
 from jaxplace.hetero.reference import decode, slice_on_devices
 
 BRKGA_SHARE = 0.5
 POPULATION = 100
-LOCAL_BATCH = 64
-LOCAL_CHUNK = 8
 PATIENCE = 6000
 #: Device orders of the DFS seed in BRKGA's first population, at most.
 SEED_ORDERS = 24
@@ -134,11 +130,7 @@ def polish(inst, k: int, x: np.ndarray) -> tuple[np.ndarray, float]:
 
 def hetero_default(req):
     """The default search of a throughput problem on unequal devices (module doc)."""
-    from jaxplace.latency.search import KeyShift
-    from jaxplace.progress import bar
-    from jaxplace.search.driver import run_program
-    from jaxplace.search.methods import evolve
-    from jaxplace.search.programs import SearchData
+    from jaxplace.latency.search import brkga_then_shift
     from jaxplace.search.request import finish
 
     problem, opt = req.problem, dict(req.options)
@@ -147,26 +139,8 @@ def hetero_default(req):
     seeds = hetero_seeds(req)
     patience = opt.get("patience", PATIENCE)
     gens = max(int(budget * opt.get("brkga_share", BRKGA_SHARE)) // P, 1)
-    with bar(budget, "default", enabled=req.progress) as pb:
-        out1 = evolve(req, "BRKGA", budget=gens * P, population=P, options={}, seeds=seeds,
-                      patience=patience, phase="brkga", pbar=pb)
-        evals, history = out1.evaluations, out1.history
-        best_x, best_f, interrupted = out1.best_x, out1.best_f, out1.interrupted
-        batch = opt.get("local_batch", LOCAL_BATCH)
-        steps = (budget - evals) // batch
-        if not (interrupted or req.stop.reached(best_f)) and steps >= LOCAL_CHUNK:
-            program = KeyShift(req.spec.width, batch, req.fitness, opt.get("moves", 3))
-            data = SearchData(g=req.graph, nn=jnp.asarray(problem.n, jnp.int32))
-            X0 = np.asarray(best_x, np.float32)[None]
-            out2 = run_program(program, data, jax.random.key(req.seed + 1), X0, steps,
-                               req.run("local", pbar=pb, evaluations0=evals),
-                               chunk=LOCAL_CHUNK, patience=patience)
-            evals += out2.evaluations
-            history = history.concat(out2.history)
-            interrupted = out2.interrupted
-            if out2.best_f < best_f:
-                best_x, best_f = out2.best_x, out2.best_f
-    info = {"brkga_best": out1.best_f, "search_best": best_f}
+    best_x, best_f, evals, history, interrupted, info = brkga_then_shift(
+        req, seeds, budget_brkga=gens * P, population=P, patience=patience)
     x, _ = polish(problem.pipeline_instance, problem.k, split_row(req, best_x))
     res = finish(req, "default", x, evals, history, interrupted, info=info)
     for row in seeds:  # float32 ranking may differ from float64: keep the exact best

@@ -128,12 +128,42 @@ class KeyShift:
         return (jnp.where(take, X[i], x), jnp.where(take, f[i], fx)), X, f
 
 
-def latency_default(req):
-    """The default search of a latency problem (module docstring)."""
+def brkga_then_shift(req, seeds, *, budget_brkga: int, population: int, patience: int):
+    """BRKGA (first population seeded), then the `KeyShift` local search on the rest of
+    `req.budget`: the two phases shared by the latency and unequal-device defaults.
+
+    Returns (best_x, best_f, evaluations, history, interrupted, info)."""
     from jaxplace.progress import bar
     from jaxplace.search.driver import run_program
     from jaxplace.search.methods import evolve
     from jaxplace.search.programs import SearchData
+
+    opt = req.options
+    with bar(req.budget, "default", enabled=req.progress) as pb:
+        out1 = evolve(req, "BRKGA", budget=budget_brkga, population=population, options={},
+                      seeds=seeds, patience=patience, phase="brkga", pbar=pb)
+        evals, history = out1.evaluations, out1.history
+        best_x, best_f, interrupted = out1.best_x, out1.best_f, out1.interrupted
+        batch = opt.get("local_batch", LOCAL_BATCH)
+        steps = (req.budget - evals) // batch
+        if not (interrupted or req.stop.reached(best_f)) and steps >= LOCAL_CHUNK:
+            program = KeyShift(req.spec.width, batch, req.fitness, opt.get("moves", 3))
+            data = SearchData(g=req.graph, nn=jnp.asarray(req.problem.n, jnp.int32))
+            X0 = np.asarray(best_x, np.float32)[None]
+            out2 = run_program(program, data, jax.random.key(req.seed + 1), X0, steps,
+                               req.run("local", pbar=pb, evaluations0=evals),
+                               chunk=LOCAL_CHUNK, patience=patience)
+            evals += out2.evaluations
+            history = history.concat(out2.history)
+            interrupted = out2.interrupted
+            if out2.best_f < best_f:
+                best_x, best_f = out2.best_x, out2.best_f
+    info = {"brkga_best": out1.best_f, "search_best": best_f}
+    return best_x, best_f, evals, history, interrupted, info
+
+
+def latency_default(req):
+    """The default search of a latency problem (module docstring)."""
     from jaxplace.search.request import finish
 
     problem, opt = req.problem, dict(req.options)
@@ -147,26 +177,8 @@ def latency_default(req):
     # before the search, so their time counts against the time limit (the best
     # contiguous pipeline alone takes ~20 s at 20k ops)
     base = _baseline_schedules(problem.latency)
-    with bar(budget, "default", enabled=req.progress) as pb:
-        out1 = evolve(req, "BRKGA", budget=gens * P, population=P, options={}, seeds=seeds,
-                      patience=patience, phase="brkga", pbar=pb)
-        evals, history = out1.evaluations, out1.history
-        best_x, best_f, interrupted = out1.best_x, out1.best_f, out1.interrupted
-        batch = opt.get("local_batch", LOCAL_BATCH)
-        steps = (budget - evals) // batch
-        if not (interrupted or req.stop.reached(best_f)) and steps >= LOCAL_CHUNK:
-            program = KeyShift(req.spec.width, batch, req.fitness, opt.get("moves", 3))
-            data = SearchData(g=req.graph, nn=jnp.asarray(problem.n, jnp.int32))
-            X0 = np.asarray(best_x, np.float32)[None]
-            out2 = run_program(program, data, jax.random.key(req.seed + 1), X0, steps,
-                               req.run("local", pbar=pb, evaluations0=evals),
-                               chunk=LOCAL_CHUNK, patience=patience)
-            evals += out2.evaluations
-            history = history.concat(out2.history)
-            interrupted = out2.interrupted
-            if out2.best_f < best_f:
-                best_x, best_f = out2.best_x, out2.best_f
-    info = {"brkga_best": out1.best_f, "search_best": best_f}
+    best_x, best_f, evals, history, interrupted, info = brkga_then_shift(
+        req, seeds, budget_brkga=gens * P, population=P, patience=patience)
     res = finish(req, "default", best_x, evals, history, interrupted, info=info)
     for x in seeds:  # float32 ranking may differ from float64: keep the exact best
         s = list_schedule(problem.latency, x)
