@@ -135,7 +135,9 @@ def test_ladder_is_ordered_on_a_medium_graph():
     assert b["bottleneck-guess"] >= b["bottleneck"] * (1 - RTOL)
     assert b["exact"] >= b["bottleneck-guess"] * (1 - RTOL)
     assert cert.optimal  # 30 nodes, k = 4: HiGHS proves it in well under 30 s
-    assert cert.method in ("exact", "ideals")
+    # the first method whose bound met the optimum is named: the cover bound can
+    # reach it before the exact MIP does (timing dependent)
+    assert cert.method in ("exact", "ideals", "cover")
 
 
 def test_given_partition_is_the_upper_bound_and_the_mip_start():

@@ -163,6 +163,10 @@ def arrangement_edges(problem: Problem, weighted: bool):
     return jnp.asarray(u), jnp.asarray(v), jnp.asarray(ww)
 
 
+#: Columns of the neighbour table at least (a power of two); wider only for higher degrees.
+MIN_NEIGHBOUR_WIDTH = 64
+
+
 def neighbour_table(problem: Problem, N: int):
     """((N, Dn) int32 undirected neighbours padded with 0, (N,) int32 degrees)."""
     g = problem.graph
@@ -171,7 +175,9 @@ def neighbour_table(problem: Problem, N: int):
         nb[u].append(v)
         nb[v].append(u)
     deg = np.array([len(a) for a in nb], np.int32)
-    D = 1 << max(int(deg.max(initial=0)) - 1, 0).bit_length()  # power of two: few compiles
+    # A fixed floor of 64 columns: the table is only gathered from (P x moves reads), so
+    # its width costs nothing, while a width per graph was a compiled program per graph.
+    D = max(MIN_NEIGHBOUR_WIDTH, 1 << max(int(deg.max(initial=0)) - 1, 0).bit_length())
     table = np.zeros((N, D), np.int32)
     for i, a in enumerate(nb):
         table[i, :len(a)] = a
