@@ -94,7 +94,8 @@ def run_regal(args) -> str:
                 times[r.name][k].append(r.time)
             proven[k] += cert.optimal
             print(f"graph {i} n={g.num_nodes} k={k}: UB {ub:.6g} ({cert.partition_source})  "
-                  + "  ".join(f"{r.name} {r.bound / ub:.4f} ({r.status}, {r.time:.1f}s)"
+                  + "  ".join(f"{r.name} {r.bound / ub:.4f} ({r.status}, {r.time:.1f}s"
+                               + (f", {r.nodes} nodes)" if r.kind == "mip" else ")")
                               for r in cert.results), flush=True)
     elapsed = time.perf_counter() - t_all
     lines = [
