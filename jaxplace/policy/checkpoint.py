@@ -190,7 +190,8 @@ def latest_checkpoint(directory) -> Path | None:
 
 
 def save_train_state(path, state, config: dict) -> Path:
-    """Write a training state pytree (params, optimizer state, key data, step)."""
+    """Write a training state pytree (params, optimizer state, key data, step and,
+    with self-imitation, the per-problem memory)."""
     leaves = [np.asarray(x) for x in jax.tree.leaves(state)]
     doc = {"format": TRAIN_FORMAT, "config": json.dumps(config, sort_keys=True),
            "leaves": {str(i): x for i, x in enumerate(leaves)}}

@@ -67,6 +67,14 @@ class TrainConfig:
             bounded mean and log-std maps stay out of saturation (where their
             gradients vanish and the policy stops learning).
         ratio_cap: costs above ratio_cap * L (and infeasible ones) count as this.
+        imitation: weight of the self-imitation term (0: off). Each training problem
+            keeps the latent of the best sample drawn for it so far (in the training
+            state, so checkpoints resume it); the term pulls the policy's means towards
+            it (squared distance in units of the current std, which is held fixed
+            there, per node). REINFORCE alone moves the means slowly because 16
+            samples per visit carry little signal; the memory accumulates the best of
+            all visits. A biased auxiliary objective: the REINFORCE part stays the
+            unbiased estimator it was.
         max_nodes, max_degree: the common padded shape (nodes, in/out degree); pool
             problems that do not fit are skipped (and counted in the log).
         checkpoint_every: steps between checkpoints (a multiple of chunk).
@@ -90,6 +98,7 @@ class TrainConfig:
     entropy_final: float = 0.0
     output_l2: float = 1e-3
     ratio_cap: float = 8.0
+    imitation: float = 0.0
     max_nodes: int = 200
     max_degree: int = 24
     checkpoint_every: int = 250
@@ -141,6 +150,33 @@ def loo_advantages(r, normalize: bool = True, eps: float = 1e-3):
     sq = (r * r).sum(-1, keepdims=True)
     var = (sq - r * r) / (P - 1) - base * base
     return adv / (jnp.sqrt(jnp.maximum(var, 0.0)) + eps)
+
+
+def imitation_loss(mean, log_std, target, mask):
+    """() mean over graphs of the per-node squared distance of `target` (G, N) from
+    the means in units of the (fixed) std: the mean-dependent part of -log p(target)."""
+    u = (jax.lax.stop_gradient(target) - mean) * jnp.exp(-jax.lax.stop_gradient(log_std))
+    n = jnp.maximum(mask.sum(-1), 1)
+    return jnp.mean(jnp.sum(jnp.where(mask, 0.5 * u * u, 0.0), -1) / n)
+
+
+def update_memory(memory, idx, z, r):
+    """Keep, per pool problem, the latent of its best sample so far.
+
+    memory: ((pool, N) latents, (pool,) rewards, -inf when never visited); idx: (G,)
+    problems of this step; z: (G, P, N); r: (G, P). Returns (memory, (G, N) targets).
+    """
+    mz, mr = memory
+    best = jnp.argmax(r, -1)
+    bz, br = z[jnp.arange(z.shape[0]), best], r.max(-1)
+    better = br > mr[idx]
+    target = jnp.where(better[:, None], bz, mz[idx])
+    return (mz.at[idx].set(target), mr.at[idx].set(jnp.maximum(br, mr[idx]))), target
+
+
+def init_memory(pool_size: int, width: int):
+    return (jnp.zeros((pool_size, width), jnp.float32),
+            jnp.full((pool_size,), -jnp.inf, jnp.float32))
 
 
 def surrogate(mean, log_std, z, adv, mask):
@@ -230,7 +266,7 @@ def make_train_chunk(graphdef, spec, optimizer, cfg: TrainConfig, length: int):
     G, P = cfg.graphs, cfg.samples
 
     def step(pool, state, _):
-        params, opt_state, kd, t = state
+        params, opt_state, kd, t, *memory = state
         key, k_idx, k_z = jax.random.split(jax.random.wrap_key_data(kd), 3)
         npool = pool["lb"].shape[0]
         idx = jax.random.choice(k_idx, npool, (G,), replace=npool < G)
@@ -242,13 +278,18 @@ def make_train_chunk(graphdef, spec, optimizer, cfg: TrainConfig, length: int):
         costs = score_graphs(spec, graphs, z)
         r = rewards(costs, lb, cfg.ratio_cap)
         adv = loo_advantages(r)
+        if memory:  # self-imitation (cfg.imitation > 0)
+            memory[0], target = update_memory(memory[0], idx, z, r)
         frac = jnp.minimum(t / max(cfg.steps, 1), 1.0)
         coef = cfg.entropy_coef + (cfg.entropy_final - cfg.entropy_coef) * frac
 
         def loss(m, s, w):
             l2 = jnp.sum(jnp.where(mask[..., None], w * w, 0.0)) / jnp.sum(mask)
-            return (surrogate(m, s, z, adv, mask) - coef * jnp.mean(entropy(s, mask))
-                    + cfg.output_l2 * l2)
+            out = (surrogate(m, s, z, adv, mask) - coef * jnp.mean(entropy(s, mask))
+                   + cfg.output_l2 * l2)
+            if memory:
+                out = out + cfg.imitation * imitation_loss(m, s, target, mask)
+            return out
 
         (grads,) = vjp(jax.grad(loss, argnums=(0, 1, 2))(mean, log_std, raw))
         updates, opt_state = optimizer.update(grads, opt_state, params)
@@ -259,7 +300,7 @@ def make_train_chunk(graphdef, spec, optimizer, cfg: TrainConfig, length: int):
                                        / (2 * jnp.sum(mask))),
                    "grad_norm": optax.tree.norm(grads),
                    "infeasible": jnp.mean(~jnp.isfinite(costs))}
-        return (params, opt_state, jax.random.key_data(key), t + 1), metrics
+        return (params, opt_state, jax.random.key_data(key), t + 1, *memory), metrics
 
     @jax.jit
     def run(state, pool):
@@ -328,8 +369,9 @@ def _resume(out: Path, cfg: TrainConfig, state):
     if path is None:
         return state, 0
     state = ck.load_train_state(path, state, cfg.to_json())
-    params, opt, kd, t = state
-    return (params, opt, jnp.asarray(kd), jnp.asarray(t, jnp.int32)), int(t)
+    params, opt, kd, t, *memory = state
+    memory = jax.tree.map(jnp.asarray, memory)
+    return (params, opt, jnp.asarray(kd), jnp.asarray(t, jnp.int32), *memory), int(t)
 
 
 def _validate(validate, params, pool, cfg: TrainConfig) -> dict:
@@ -424,6 +466,8 @@ def train(config, out=None, *, export=None, progress: bool | None = None,
     spec, sizes, train_pool, val_pool, skipped = build_data(cfg, problems)
     optimizer = make_optimizer(cfg)
     graphdef, state = init_state(cfg, optimizer)
+    if cfg.imitation > 0:
+        state = (*state, init_memory(int(train_pool["lb"].shape[0]), spec.width))
     state, start = _resume(out, cfg, state)
     log = MetricsLog(out / "metrics.jsonl", start)
     run = make_train_chunk(graphdef, spec, optimizer, cfg, cfg.chunk)
