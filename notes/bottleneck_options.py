@@ -1,27 +1,50 @@
-"""HiGHS option A/B on the bottleneck MIP (notes/bench_bounds.md): python notes/bottleneck_options.py OPTION=VALUE|default GRAPH K TIME_LIMIT"""
-import sys, time
+"""HiGHS option A/B on the bottleneck MIP (notes/bench_bounds.md).
+
+    python notes/bottleneck_options.py OPTION=VALUE|default GRAPH K TIME_LIMIT
+
+GRAPH indexes regal_set(3, seed=0); prints the bound over the simple bound, the
+status, the branch-and-bound nodes and the wall time.
+"""
+
+import sys
+import time
+
 import jaxplace as jp
-from jaxplace.generators import regal_set
 from jaxplace.bounds import _highs
 from jaxplace.bounds.bottleneck import bottleneck_bound
-opt = sys.argv[1]; gi = int(sys.argv[2]); k = int(sys.argv[3]); tl = float(sys.argv[4])
-orig = _highs._new_highs
-def patched(**kw):
-    h = orig(**kw)
-    if opt != "default":
-        name, val = opt.split("=")
-        v = {"true": True, "false": False}.get(val, val)
-        try: v = int(val)
+from jaxplace.generators import regal_set
+
+
+def _value(text):
+    """An option value from the command line: bool, int, float or string."""
+    if text in ("true", "false"):
+        return text == "true"
+    for kind in (int, float):
+        try:
+            return kind(text)
         except ValueError:
-            try: v = float(val)
-            except ValueError: pass
-        if val in ("on", "off", "choose"): v = val
-        h.setOptionValue(name, v)
-    return h
-_highs._new_highs = patched
-g = regal_set(3, seed=0)[gi]
-p = jp.Problem(g, k)
-L = jp.simple_lower_bound(p)
-t = time.time()
-res, _ = bottleneck_bound(p, time_limit=tl)
-print(opt, gi, k, f"bound/L {res.bound / L:.4f} status {res.status} nodes {res.nodes} {time.time()-t:.1f}s", flush=True)
+            pass
+    return text
+
+
+def main(opt: str, graph: int, k: int, time_limit: float) -> None:
+    plain = _highs._new_highs
+
+    def with_option(**kw):
+        h = plain(**kw)
+        if opt != "default":
+            name, val = opt.split("=")
+            h.setOptionValue(name, _value(val))
+        return h
+
+    _highs._new_highs = with_option  # a scratch A/B: the library keeps its defaults
+    p = jp.Problem(regal_set(3, seed=0)[graph], k)
+    L = jp.simple_lower_bound(p)
+    t = time.time()
+    res, _ = bottleneck_bound(p, time_limit=time_limit)
+    print(opt, graph, k, f"bound/L {res.bound / L:.4f} status {res.status} "
+          f"nodes {res.nodes} {time.time() - t:.1f}s", flush=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4]))

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 import jaxplace as jp
 from jaxplace.cost import evaluate_partition
 from jaxplace.reference import decode_reference
-from jaxplace.search.polish import mip_polish, order_priorities, polish_applies
+from jaxplace.search.polish import mip_polish, partition_priorities, polish_applies
 
 from brute import brute_force_optimum
 from strategies import same_cost, tiny_hetero_problems, tiny_problems
@@ -16,24 +16,24 @@ from strategies import same_cost, tiny_hetero_problems, tiny_problems
 
 @settings(max_examples=40, deadline=None)
 @given(tiny_problems(max_nodes=7, max_k=3), st.integers(0, 2**31 - 1))
-def test_order_priorities_decode_no_worse(problem, seed):
+def test_partition_priorities_decode_no_worse(problem, seed):
     """The blocks-one-after-another order re-slices to at most the partition's cost."""
     x = np.random.default_rng(seed).random(problem.n)
     part = decode_reference(problem, x)
     pc = evaluate_partition(problem, part.assignment)
-    y = order_priorities(problem, part.assignment)
+    y = partition_priorities(problem, part.assignment)
     assert decode_reference(problem, y).cost <= pc.bottleneck * (1 + 1e-9) + 1e-12
 
 
 @settings(max_examples=15, deadline=None)
 @given(tiny_hetero_problems(max_nodes=5), st.integers(0, 2**31 - 1))
-def test_order_priorities_with_cpu_blocks(problem, seed):
+def test_partition_priorities_with_cpu_blocks(problem, seed):
     x = np.random.default_rng(seed).random(problem.n)
     part = decode_reference(problem, x)
     if not np.isfinite(part.cost):
         return
     pc = evaluate_partition(problem, part.assignment)
-    y = order_priorities(problem, part.assignment)
+    y = partition_priorities(problem, part.assignment)
     assert decode_reference(problem, y).cost <= pc.bottleneck * (1 + 1e-9) + 1e-12
 
 

@@ -56,12 +56,20 @@ def block_bound(problem: Problem, window: int | None,
     return float(b[window]) if window is not None and window < len(b) else np.inf
 
 
+def needed_window(bounds: np.ndarray, expected_max: float | None) -> int | None:
+    """The shortest window exact for costs up to WINDOW_SLACK * expected_max (not
+    rounded); None when there is no usable cost to go by."""
+    if expected_max is None or not np.isfinite(expected_max) or expected_max <= 0:
+        return None
+    return int(np.searchsorted(bounds, WINDOW_SLACK * expected_max, side="right"))
+
+
 def window_for(bounds: np.ndarray, spec: Spec, expected_max: float | None) -> int | None:
     """Static window exact for costs up to WINDOW_SLACK * expected_max, rounded up
     to a bucket (few compiled variants); None for the full DP."""
-    if expected_max is None or not np.isfinite(expected_max) or expected_max <= 0:
+    L = needed_window(bounds, expected_max)
+    if L is None:
         return None
-    L = int(np.searchsorted(bounds, WINDOW_SLACK * expected_max, side="right"))
     step = max(8, (1 << max(spec.N - 1, 1).bit_length()) // 32)
     L = -(-max(L, 1) // step) * step
     if L >= len(bounds) or L > WINDOW_MAX_FRACTION * spec.N:
@@ -93,12 +101,9 @@ def search_window(bounds: np.ndarray, spec: Spec, expected_max: float | None
     for costs up to WINDOW_SLACK * expected_max, else None (the full DP). A function
     of the padded class alone, so a class compiles at most two programs (window or
     full DP) whatever the graphs' costs."""
-    if expected_max is None or not np.isfinite(expected_max) or expected_max <= 0:
+    need, W = needed_window(bounds, expected_max), class_window(spec)
+    if need is None or W is None:
         return None
-    W = class_window(spec)
-    if W is None:
-        return None
-    need = int(np.searchsorted(bounds, WINDOW_SLACK * expected_max, side="right"))
     return W if need <= W and W < len(bounds) else None
 
 
@@ -167,5 +172,6 @@ def window_policy(window) -> WindowPolicy:
 
 
 __all__ = ["AdaptiveWindow", "FixedWindow", "FullWindow", "WINDOW_MARGIN", "WindowPolicy",
-           "block_bound", "block_bounds", "class_window", "search_window", "window_for",
+           "block_bound", "block_bounds", "class_window", "needed_window", "search_window",
+           "window_for",
            "window_policy"]

@@ -34,7 +34,12 @@ from jaxplace.reference import decode_reference
 from jaxplace.search.baselines import seed_priorities
 from jaxplace.search.local import shift_search
 from jaxplace.search.methods import evolve
-from jaxplace.search.polish import mip_polish, order_priorities, polish_applies, polish_time
+from jaxplace.search.polish import (
+    mip_polish,
+    partition_priorities,
+    polish_applies,
+    polish_time,
+)
 from jaxplace.search.request import SearchRequest, finish
 from jaxplace.search.result import History
 
@@ -164,7 +169,7 @@ def _polish(req: SearchRequest, best_x, best_f: float, info: dict):
     if out is None:
         return best_x, best_f
     _, cost, pinfo = out
-    x = order_priorities(problem, out[0])
+    x = partition_priorities(problem, out[0])
     got = decode_reference(problem, x).cost
     info["polish"] |= pinfo | {"decoded": got}
     if got < best_f:

@@ -18,6 +18,7 @@ import numpy as np
 
 from jaxplace.cost import evaluate_partition
 from jaxplace.problem import Problem
+from jaxplace.search.programs import order_priorities
 
 #: The default search polishes problems with at most this many accelerators ...
 POLISH_MAX_K = 4
@@ -64,7 +65,7 @@ def mip_polish(problem: Problem, assignment, *, time_limit: float,
     return new.assignment, new.bottleneck, info
 
 
-def order_priorities(problem: Problem, assignment) -> np.ndarray:
+def partition_priorities(problem: Problem, assignment) -> np.ndarray:
     """(n,) float32 priorities whose Kahn order lists the blocks one after another
     (pipeline order, each block in the graph's topological order), so the slicing DP
     on that order costs at most the partition's bottleneck."""
@@ -74,10 +75,7 @@ def order_priorities(problem: Problem, assignment) -> np.ndarray:
     a = rank[pc.assignment]
     pos = np.empty(problem.n, np.int64)
     pos[problem.graph.topo_order] = np.arange(problem.n)
-    order = np.lexsort((pos, a))
-    x = np.empty(problem.n, np.float32)
-    x[order] = 1.0 - np.arange(problem.n, dtype=np.float32) / max(problem.n, 1)
-    return x
+    return np.asarray(order_priorities(np.lexsort((pos, a)), problem.n))
 
 
-__all__ = ["mip_polish", "order_priorities", "polish_applies", "polish_time"]
+__all__ = ["mip_polish", "partition_priorities", "polish_applies", "polish_time"]
