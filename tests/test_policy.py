@@ -337,3 +337,17 @@ def test_bad_checkpoints_name_the_file(tiny_run, tmp_path):
     (bad / "ckpt_00000050.msgpack").write_bytes(b"\x85\xa3abc")
     with pytest.raises(JaxplaceError, match="ckpt_00000050"):
         train(TINY, bad, progress=False, quiet=True, problems=TINY_PROBLEMS)
+
+
+@pytest.mark.parametrize("value", [-0.1, "a lot", True, float("nan")])
+def test_bad_imitation_weight_names_file_and_field(tmp_path, value, capsys):
+    from jaxplace.cli.main import main
+
+    cfg = dict(TINY.to_json(), imitation=value)
+    path = tmp_path / "recipe.json"
+    path.write_text(json.dumps(cfg))
+    assert main(["train", str(path), "--out", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1
+    assert "recipe.json" in err and "imitation" in err, err
+    assert not (tmp_path / "run").exists()  # nothing written before the check

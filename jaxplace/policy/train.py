@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import math
 import sys
 import time
 from dataclasses import asdict, dataclass, field
@@ -119,6 +120,11 @@ class TrainConfig:
         bad = sorted(set(d) - names)
         if bad:
             raise JaxplaceError(f"unknown training option {bad[0]!r}", field="config")
+        imitation = d.get("imitation", 0.0)
+        if isinstance(imitation, bool) or not isinstance(imitation, (int, float)) \
+                or not math.isfinite(imitation) or imitation < 0:
+            raise JaxplaceError(f"must be a non-negative number, got {imitation!r}",
+                                field="imitation")
         d["model"] = ModelConfig(**d.get("model", {}))
         d["data"] = DataConfig.from_json(d.get("data", {}))
         return cls(**d)
@@ -431,7 +437,10 @@ def load_config(config) -> TrainConfig:
     except (OSError, json.JSONDecodeError) as e:
         raise JaxplaceError(f"cannot read training config ({e})", source=str(path),
                             field="config") from None
-    return TrainConfig.from_json(d)
+    try:
+        return TrainConfig.from_json(d)
+    except JaxplaceError as e:
+        raise e.with_source(str(path)) from None
 
 
 def train(config, out=None, *, export=None, progress: bool | None = None,
