@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from jaxplace.code_maps import release_compiled_code
 from jaxplace.errors import JaxplaceError
 from jaxplace.problem import Problem
 from jaxplace.search.registry import get_method
@@ -46,6 +47,9 @@ def search(problem: Problem, method: str | None = None, *, budget: int | None = 
         options: method keywords (e.g. elite_fraction for BRKGA; see `default_search`).
     """
     start = time.perf_counter()
+    # a long session compiling many padded shapes would otherwise run out of memory
+    # mappings and crash (jaxplace.code_maps)
+    release_compiled_code()
     if not isinstance(problem, Problem):
         raise JaxplaceError(f"expected a Problem, got {type(problem).__name__}",
                             field="problem")
