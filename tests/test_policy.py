@@ -237,6 +237,52 @@ def test_tiny_training_improves_reward(tiny_run):
     assert val[-1]["val_greedy"] < val[0]["val_greedy"]
 
 
+def test_cpu_blocks_in_the_data_leave_the_other_draws_alone():
+    from jaxplace.policy.data import DataConfig, problem_set
+
+    cfg = DataConfig(n_range=(30, 60))
+    plain = problem_set(0, 10, cfg)
+    cpu = problem_set(0, 10, dataclasses.replace(cfg, cpu_fraction=0.5))
+    # the CPU draw comes last: a recipe without CPU blocks keeps its problems
+    assert all(p.cpus == 0 for p in plain)
+    for a, b in zip(plain, cpu, strict=True):
+        np.testing.assert_array_equal(a.graph.work, b.graph.work)
+        assert (a.k, a.bandwidth, a.memory, a.capacity) == (b.k, b.bandwidth, b.memory,
+                                                            b.capacity)
+    with_cpu = [p for p in cpu if p.cpus]
+    assert 0 < len(with_cpu) < len(cpu) and all(p.cpus == 1 for p in with_cpu)
+    for p in with_cpu:
+        factor = p.cpu_latency[p.graph.work > 0] / p.graph.work[p.graph.work > 0]
+        assert np.ptp(factor) < 1e-9 * factor[0] and 5.0 <= factor[0] <= 30.0
+
+
+def test_training_scores_cpu_blocks_exactly():
+    """The training step's decoder (one CPU block in its Spec, asked for at run time by
+    some problems only) gives the float64 reference cost of every sample."""
+    from jaxplace.decoder import score_graphs
+    from jaxplace.policy.data import DataConfig
+    from jaxplace.policy.train import build_data
+    from jaxplace.reference import decode_reference
+
+    data = DataConfig(n_range=(20, 40), k_range=(2, 4), cpu_fraction=0.5,
+                      memory_fraction=0.0)
+    cfg = dataclasses.replace(TINY, max_nodes=48, max_degree=24, data=data, pool=6,
+                              validation=2)
+    from jaxplace.policy.data import problem_set
+
+    probs = problem_set(3, 6, data)
+    assert {p.cpus for p in probs} == {0, 1}
+    spec, _, pool, _, skipped = build_data(cfg, (probs, probs[:2]))
+    assert skipped == 0 and spec.C == 1
+    z = jax.random.normal(jax.random.key(0), (len(probs), 3, spec.width))
+    got = np.asarray(score_graphs(spec, pool["graphs"], z))
+    for i, p in enumerate(probs):
+        for j in range(3):
+            x = np.asarray(jax.nn.sigmoid(z[i, j]))[:p.n]
+            want = decode_reference(p, x).cost
+            assert got[i, j] == pytest.approx(want, rel=2e-5), (i, j, p.cpus)
+
+
 def test_memory_keeps_the_best_sample_per_problem():
     mem = init_memory(3, 2)
     z = jnp.array([[[1.0, 1.0], [2.0, 2.0]], [[3.0, 3.0], [4.0, 4.0]]])  # (G=2, P=2, N)

@@ -5,7 +5,9 @@ Paliwal et al. 2020, or the transformer / resnet / inception / unet generators a
 random small sizes), n in `n_range`, k in `k_range`, a bandwidth (B = 1, or
 log-uniform over [1/4, 4] so the communication / compute ratio varies), and, when the
 graph has parameters, sometimes a hard capacity or (REGAL-like graphs only) a memory
-budget with overflow. The
+budget with overflow, and (with `cpu_fraction`) one CPU block as in the NeurIPS 2020
+workloads: every node gets a `cpu_latency` of its work times a factor (those files use
+10 and 23; here log-uniform in `cpu_factor`). The
 training pool and the validation set come from disjoint seed streams
 (`numpy.random.SeedSequence([seed, stream])`), so validation graphs are never trained
 on.
@@ -13,6 +15,7 @@ on.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -34,6 +37,8 @@ class DataConfig:
         memory_fraction, capacity_fraction: probabilities of an overflow budget or a
             hard capacity, among graphs with parameters.
         bandwidth_fraction: probability of a bandwidth other than 1.
+        cpu_fraction: probability of one CPU block next to the k accelerators.
+        cpu_factor: range of cpu_latency / work (log-uniform).
     """
 
     n_range: tuple[int, int] = (30, 200)
@@ -42,6 +47,8 @@ class DataConfig:
     memory_fraction: float = 0.2
     capacity_fraction: float = 0.2
     bandwidth_fraction: float = 0.3
+    cpu_fraction: float = 0.0
+    cpu_factor: tuple[float, float] = (5.0, 30.0)
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -49,7 +56,7 @@ class DataConfig:
     @classmethod
     def from_json(cls, d: dict) -> DataConfig:
         d = dict(d)
-        for key in ("n_range", "k_range"):
+        for key in ("n_range", "k_range", "cpu_factor"):
             if key in d:
                 d[key] = tuple(d[key])
         return cls(**d)
@@ -102,7 +109,22 @@ def sample_problem(rng: np.random.Generator, cfg: DataConfig) -> Problem:
             memory = total / k * rng.uniform(0.3, 1.2)
         elif u < cfg.memory_fraction + cfg.capacity_fraction:
             capacity = max(float(g.size_param.max()), total / k * rng.uniform(1.2, 2.5))
-    return Problem(g, k, bandwidth=B, memory=memory, capacity=capacity)
+    cpus = 0
+    # drawn last and only when asked for, so recipes without CPU blocks keep their data
+    if cfg.cpu_fraction > 0 and rng.random() < cfg.cpu_fraction:
+        lo_f, hi_f = cfg.cpu_factor
+        g = with_cpu_latency(g, float(np.exp(rng.uniform(np.log(lo_f), np.log(hi_f)))))
+        cpus = 1
+    return Problem(g, k, bandwidth=B, memory=memory, capacity=capacity, cpus=cpus)
+
+
+def with_cpu_latency(g, factor: float):
+    """A copy of graph g whose nodes take `factor` times their work on a CPU."""
+    lat = np.asarray(g.work, np.float64) * factor
+    lat.setflags(write=False)
+    out = copy.copy(g)
+    out.node_attrs = {**g.node_attrs, "cpu_latency": lat}
+    return out
 
 
 def problem_set(seed: int, count: int, cfg: DataConfig, stream: int = TRAIN_STREAM

@@ -201,19 +201,22 @@ def surrogate(mean, log_std, z, adv, mask):
 def fits(problem, max_nodes: int, max_degree: int) -> bool:
     g = problem.graph
     return (g.num_nodes <= max_nodes and int(np.diff(g.pred_ptr).max(initial=0)) <= max_degree
-            and int(np.diff(g.succ_ptr).max(initial=0)) <= max_degree and g.units.trivial)
+            and int(np.diff(g.succ_ptr).max(initial=0)) <= max_degree and g.units.trivial
+            and problem.cpus <= 1 and bool(problem.supported.all()))
 
 
 def training_spec(cfg: TrainConfig, problems):
     """The one decoder Spec every batch of this run uses (so the step compiles once):
     nodes and tensors up to `max_nodes`, degrees up to `max_degree`, k up to the top
-    of `k_range`, parameter terms on, no CPU blocks or placement units."""
+    of `k_range`, parameter terms on, one CPU block when some problem has one (the
+    others ask for none at run time), no placement units."""
     from jaxplace.decoder import Spec
 
     N = F.bucket(cfg.max_nodes, minimum=8)
     T = max(N, F.bucket(max(p.graph.num_tensors for p in problems), minimum=8))
     K = max([cfg.data.k_range[1], *(p.k for p in problems)])
-    return Spec(N=N, T=T, D=cfg.max_degree, S=cfg.max_degree, K=K, use_param=True)
+    C = 1 if any(p.cpus for p in problems) else 0
+    return Spec(N=N, T=T, D=cfg.max_degree, S=cfg.max_degree, K=K, use_param=True, C=C)
 
 
 def device_pool(problems, spec, sizes: F.Sizes) -> dict:
