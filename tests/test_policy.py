@@ -283,6 +283,59 @@ def test_training_scores_cpu_blocks_exactly():
             assert got[i, j] == pytest.approx(want, rel=2e-5), (i, j, p.cpus)
 
 
+@pytest.fixture(scope="module")
+def tiny_experts(tmp_path_factory):
+    from jaxplace.policy.experts import search_solutions
+
+    path = tmp_path_factory.mktemp("experts") / "experts.npz"
+    np.savez(path, **search_solutions(TINY_PROBLEMS[0], "brkga", budget=200))
+    return path
+
+
+def test_expert_memory_starts_at_the_search_solutions(tiny_experts):
+    """The canonical latents keep each solution's order (so its cost), and the memory's
+    rewards are those costs' rewards."""
+    from jaxplace.policy.train import build_data
+    from jaxplace.reference import decode_reference
+
+    sol = dict(np.load(tiny_experts))
+    cfg = dataclasses.replace(TINY, imitation=0.1, expert=str(tiny_experts))
+    _, _, pool, _, _ = build_data(cfg, TINY_PROBLEMS)
+    z, r = (np.asarray(a) for a in pool["expert"])
+    lb = np.asarray(pool["lb"])
+    for i, p in enumerate(TINY_PROBLEMS[0]):
+        got = decode_reference(p, np.asarray(jax.nn.sigmoid(z[i, :p.n]))).cost
+        assert got == pytest.approx(sol["cost"][i], rel=1e-9)
+        assert r[i] == pytest.approx(-np.log(sol["cost"][i] / lb[i]), rel=1e-5)
+        assert np.all(np.abs(z[i]) <= 3.0)
+
+
+def test_tiny_training_from_expert_solutions_runs(tiny_experts, tmp_path):
+    cfg = dataclasses.replace(TINY, steps=100, checkpoint_every=100, validate_every=100,
+                              imitation=0.1, expert=str(tiny_experts))
+    train(cfg, tmp_path, progress=False, quiet=True, problems=TINY_PROBLEMS)
+    rec = _records(tmp_path)
+    assert rec[-1]["step"] == 100 and np.isfinite(rec[-1]["reward"])
+
+
+@pytest.mark.parametrize("bad", ["missing", "short"])
+def test_bad_expert_file_names_file_and_field(tmp_path, tiny_experts, bad, capsys):
+    from jaxplace.cli.main import main
+
+    path = tmp_path / "experts.npz"
+    if bad == "short":  # solutions for fewer problems than the pool
+        d = dict(np.load(tiny_experts))
+        np.savez(path, **{k: v[:3] for k, v in d.items()})
+    cfg = dict(TINY.to_json(), imitation=0.1, expert=str(path))
+    recipe = tmp_path / "recipe.json"
+    recipe.write_text(json.dumps(cfg))
+    assert main(["train", str(recipe), "--out", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1
+    assert "experts.npz" in err and "expert" in err, err
+    assert not (tmp_path / "run").exists()
+
+
 def test_memory_keeps_the_best_sample_per_problem():
     mem = init_memory(3, 2)
     z = jnp.array([[[1.0, 1.0], [2.0, 2.0]], [[3.0, 3.0], [4.0, 4.0]]])  # (G=2, P=2, N)

@@ -76,6 +76,11 @@ class TrainConfig:
             samples per visit carry little signal; the memory accumulates the best of
             all visits. A biased auxiliary objective: the REINFORCE part stays the
             unbiased estimator it was.
+        expert: optional path of search solutions of the training pool
+            (`jaxplace.policy.experts`, same seed, pool and data); the self-imitation
+            memory then starts at them (their latents in canonical form, their
+            rewards), so the imitation term pulls the policy towards what a search
+            found until its own samples do better. Needs imitation > 0.
         max_nodes, max_degree: the common padded shape (nodes, in/out degree); pool
             problems that do not fit are skipped (and counted in the log).
         checkpoint_every: steps between checkpoints (a multiple of chunk).
@@ -100,6 +105,7 @@ class TrainConfig:
     output_l2: float = 1e-3
     ratio_cap: float = 8.0
     imitation: float = 0.0
+    expert: str | None = None
     max_nodes: int = 200
     max_degree: int = 24
     checkpoint_every: int = 250
@@ -125,6 +131,10 @@ class TrainConfig:
                 or not math.isfinite(imitation) or imitation < 0:
             raise JaxplaceError(f"must be a non-negative number, got {imitation!r}",
                                 field="imitation")
+        expert = d.get("expert")
+        if expert is not None and (not isinstance(expert, str) or not imitation):
+            raise JaxplaceError("must be a file path, used with imitation > 0, got "
+                                f"{expert!r}", field="expert")
         d["model"] = ModelConfig(**d.get("model", {}))
         d["data"] = DataConfig.from_json(d.get("data", {}))
         return cls(**d)
@@ -178,6 +188,30 @@ def update_memory(memory, idx, z, r):
     better = br > mr[idx]
     target = jnp.where(better[:, None], bz, mz[idx])
     return (mz.at[idx].set(target), mr.at[idx].set(jnp.maximum(br, mr[idx]))), target
+
+
+def canonical_latents(problem, x, width: int, scale: float = 3.0) -> np.ndarray:
+    """(width,) latent whose order is Kahn(x)'s: the node at position i of the order
+    gets scale * (1 - 2 i / (n - 1)), evenly spread inside the model's mean range."""
+    from jaxplace.reference import kahn
+
+    order = kahn(problem.graph, np.asarray(x, np.float64)[:problem.n])
+    n = problem.n
+    z = np.zeros(width, np.float32)
+    z[order] = scale * (1.0 - 2.0 * np.arange(n) / max(n - 1, 1))
+    return z
+
+
+def expert_memory(path, problems, indices, lb, width: int, ratio_cap: float):
+    """Self-imitation memory (latents, rewards) started at the search solutions in
+    `path` for the kept pool problems `indices` of the generated pool `problems`."""
+    from jaxplace.policy.experts import load_solutions
+
+    sol = load_solutions(path, len(problems))
+    z = np.stack([canonical_latents(problems[i], sol["x"][i], width) for i in indices])
+    cost = np.asarray(sol["cost"], np.float64)[list(indices)]
+    r = rewards(jnp.asarray(cost, jnp.float32)[:, None], jnp.asarray(lb), ratio_cap)[:, 0]
+    return jnp.asarray(z), r.astype(jnp.float32)
 
 
 def init_memory(pool_size: int, width: int):
@@ -239,15 +273,19 @@ def build_data(cfg: TrainConfig, problems=None):
         val = problem_set(cfg.seed, cfg.validation, cfg.data, VALID_STREAM)
     else:
         train, val = (list(x) for x in problems)
-    keep = [p for p in train if fits(p, cfg.max_nodes, cfg.max_degree)]
+    kept = [i for i, p in enumerate(train) if fits(p, cfg.max_nodes, cfg.max_degree)]
+    keep = [train[i] for i in kept]
     val = [p for p in val if fits(p, cfg.max_nodes, cfg.max_degree)]
     spec = training_spec(cfg, keep + val)
     sizes = F.Sizes(spec.width, 1, 1, 1)
     for p in keep + val:
         sizes = sizes.merge(F.featurize(p).sizes)
     sizes = dataclasses.replace(sizes, N=spec.width)
-    return (spec, sizes, device_pool(keep, spec, sizes), device_pool(val, spec, sizes),
-            len(train) - len(keep))
+    pool = device_pool(keep, spec, sizes)
+    if cfg.expert:  # host-side: train() takes it out before the compiled steps
+        pool["expert"] = expert_memory(cfg.expert, train, kept, pool["lb"], spec.width,
+                                       cfg.ratio_cap)
+    return spec, sizes, pool, device_pool(val, spec, sizes), len(train) - len(keep)
 
 
 # -- compiled step ------------------------------------------------------------------------
@@ -471,6 +509,10 @@ def train(config, out=None, *, export=None, progress: bool | None = None,
             cfg.validate_every % cfg.chunk or stop_at % cfg.chunk:
         raise JaxplaceError("steps, stop_at, checkpoint_every and validate_every must "
                             "be multiples of chunk", field="config")
+    if cfg.expert:  # a bad solution file stops the run before anything is written
+        from jaxplace.policy.experts import load_solutions
+
+        load_solutions(cfg.expert, cfg.pool if problems is None else len(problems[0]))
     out = Path(out or Path("runs") / cfg.name)
     out.mkdir(parents=True, exist_ok=True)
     (out / "train_config.json").write_text(json.dumps(cfg.to_json(), indent=2) + "\n")
@@ -479,7 +521,9 @@ def train(config, out=None, *, export=None, progress: bool | None = None,
     optimizer = make_optimizer(cfg)
     graphdef, state = init_state(cfg, optimizer)
     if cfg.imitation > 0:
-        state = (*state, init_memory(int(train_pool["lb"].shape[0]), spec.width))
+        memory = train_pool.pop("expert", None) or init_memory(
+            int(train_pool["lb"].shape[0]), spec.width)
+        state = (*state, memory)
     state, start = _resume(out, cfg, state)
     log = MetricsLog(out / "metrics.jsonl", start)
     run = make_train_chunk(graphdef, spec, optimizer, cfg, cfg.chunk)

@@ -1,0 +1,110 @@
+"""Search solutions of a training pool, for training a policy on them (expert iteration).
+
+For every problem of a recipe's generated pool (`problem_set(seed, pool, data)`, in
+order), one `jp.search` run (by default "policy+brkga" with 1,000 evaluations and the
+shipped policy) gives priorities and their cost. `train` with `TrainConfig.expert`
+starts its self-imitation memory from these instead of from nothing, so the
+imitation term pulls the policy towards solutions a search found, and sampled ones
+replace them only when better.
+
+    python -m jaxplace.policy.experts training/policy_regal_expert.json --out runs/experts.npz
+
+The file holds `x` (pool, max n) float32 priorities (0 past each problem's n), `cost`
+(pool,) float64 and `n` (pool,) int64; `--part I/J` computes every J-th problem from
+the I-th (for parallel processes) and `--merge` joins such parts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from jaxplace.errors import JaxplaceError
+
+
+def search_solutions(problems, method: str = "policy+brkga", budget: int = 1000,
+                     seed: int = 0, indices=None, log=None) -> dict:
+    """{"x", "cost", "n", "done"} for `problems` (those of `indices` only, if given)."""
+    import jaxplace as jp
+
+    width = max(p.n for p in problems)
+    out = {"x": np.zeros((len(problems), width), np.float32),
+           "cost": np.full(len(problems), np.inf), "n": np.array([p.n for p in problems]),
+           "done": np.zeros(len(problems), bool)}
+    todo = range(len(problems)) if indices is None else indices
+    t0 = time.perf_counter()
+    for j, i in enumerate(todo):
+        r = jp.search(problems[i], method, budget=budget, seed=seed + i, progress=False)
+        out["x"][i, :problems[i].n] = r.priorities
+        out["cost"][i], out["done"][i] = r.cost, True
+        if log is not None and (j + 1) % 50 == 0:
+            print(f"{j + 1} problems, {time.perf_counter() - t0:.0f} s", file=log, flush=True)
+    return out
+
+
+def merge(parts) -> dict:
+    """One solution set from parts that each computed some problems."""
+    out = {k: np.array(v) for k, v in parts[0].items()}
+    for p in parts[1:]:
+        d = np.asarray(p["done"], bool)
+        out["x"][d], out["cost"][d] = p["x"][d], p["cost"][d]
+        out["done"] |= d
+    return out
+
+
+def load_solutions(path, count: int) -> dict:
+    """The solution file at `path`, checked to cover a pool of `count` problems."""
+    try:
+        with np.load(path) as f:
+            d = {k: f[k] for k in ("x", "cost", "n", "done")}
+    except (OSError, KeyError, ValueError) as e:
+        raise JaxplaceError(f"cannot read expert solutions ({e})", source=str(path),
+                            field="expert") from None
+    if len(d["cost"]) != count or not d["done"].all():
+        raise JaxplaceError(f"has {int(d['done'].sum())} solutions of {len(d['cost'])} "
+                            f"problems, the recipe's pool has {count}", source=str(path),
+                            field="expert")
+    return d
+
+
+def main(argv=None) -> int:
+    from jaxplace.policy.data import TRAIN_STREAM, problem_set
+    from jaxplace.policy.train import load_config
+
+    p = argparse.ArgumentParser(prog="python -m jaxplace.policy.experts",
+                                description="search solutions of a recipe's training pool")
+    p.add_argument("config", help="training recipe (its seed, pool and data are used)")
+    p.add_argument("--out", required=True, help="output .npz")
+    p.add_argument("--method", default="policy+brkga")
+    p.add_argument("--budget", type=int, default=1000)
+    p.add_argument("--part", default=None, help="I/J: problems I, I+J, I+2J, ...")
+    p.add_argument("--merge", nargs="+", default=None, help="join these part files")
+    args = p.parse_args(argv)
+    try:
+        if args.merge:
+            parts = [dict(np.load(f)) for f in args.merge]
+            np.savez(args.out, **merge(parts))
+            return 0
+        cfg = load_config(args.config)
+        problems = problem_set(cfg.seed, cfg.pool, cfg.data, TRAIN_STREAM)
+        idx = None
+        if args.part:
+            i, j = (int(s) for s in args.part.split("/"))
+            idx = range(i, len(problems), j)
+        out = search_solutions(problems, args.method, args.budget, cfg.seed, idx,
+                               log=sys.stderr)
+        tmp = Path(args.out).with_suffix(".tmp.npz")
+        np.savez(tmp, **out)
+        tmp.replace(args.out)  # nothing half-written
+    except JaxplaceError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
