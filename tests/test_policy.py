@@ -450,3 +450,13 @@ def test_bad_imitation_weight_names_file_and_field(tmp_path, value, capsys):
     assert len(err.splitlines()) == 1
     assert "recipe.json" in err and "imitation" in err, err
     assert not (tmp_path / "run").exists()  # nothing written before the check
+
+
+def test_bench_cpu_variant_keeps_the_plain_problems():
+    from jaxplace.bench.policy import held_out_problems
+
+    plain = held_out_problems(6, 0, regal_fraction=1.0)
+    cpu = held_out_problems(6, 0, regal_fraction=1.0, cpu_fraction=1.0)
+    for a, b in zip(plain, cpu, strict=True):
+        assert (a.n, a.k, a.cpus, b.cpus) == (b.n, b.k, 0, 1)
+        np.testing.assert_array_equal(a.graph.edges, b.graph.edges)
