@@ -113,7 +113,6 @@ if __name__ == "__main__":
     for i, p in enumerate(probs):
         if only and str(i) not in only.split(","):
             continue
-        lb = float(p.lower_bound()) if hasattr(p, "lower_bound") else None
         for v in variants:
             t = time.perf_counter()
             c, e = run_variant(p, v, budget, seed0 + i)

@@ -320,20 +320,13 @@ def test_tiny_training_from_expert_solutions_runs(tiny_experts, tmp_path):
 
 @pytest.mark.parametrize("bad", ["missing", "short"])
 def test_bad_expert_file_names_file_and_field(tmp_path, tiny_experts, bad, capsys):
-    from jaxplace.cli.main import main
-
     path = tmp_path / "experts.npz"
     if bad == "short":  # solutions for fewer problems than the pool
         d = dict(np.load(tiny_experts))
         np.savez(path, **{k: v[:3] for k, v in d.items()})
-    cfg = dict(TINY.to_json(), imitation=0.1, expert=str(path))
-    recipe = tmp_path / "recipe.json"
-    recipe.write_text(json.dumps(cfg))
-    assert main(["train", str(recipe), "--out", str(tmp_path / "run")]) == 2
-    err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1
+    err = _train_cli_error(tmp_path, dict(TINY.to_json(), imitation=0.1, expert=str(path)),
+                           capsys)
     assert "experts.npz" in err and "expert" in err, err
-    assert not (tmp_path / "run").exists()
 
 
 def test_memory_keeps_the_best_sample_per_problem():
@@ -440,16 +433,22 @@ def test_bad_checkpoints_name_the_file(tiny_run, tmp_path):
 
 @pytest.mark.parametrize("value", [-0.1, "a lot", True, float("nan")])
 def test_bad_imitation_weight_names_file_and_field(tmp_path, value, capsys):
+    err = _train_cli_error(tmp_path, dict(TINY.to_json(), imitation=value), capsys)
+    assert "recipe.json" in err and "imitation" in err, err
+
+
+def _train_cli_error(tmp_path, recipe: dict, capsys) -> str:
+    """`jaxplace train` on `recipe`: exit 2, one line on stderr (returned), nothing
+    written before the check."""
     from jaxplace.cli.main import main
 
-    cfg = dict(TINY.to_json(), imitation=value)
     path = tmp_path / "recipe.json"
-    path.write_text(json.dumps(cfg))
+    path.write_text(json.dumps(recipe))
     assert main(["train", str(path), "--out", str(tmp_path / "run")]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1
-    assert "recipe.json" in err and "imitation" in err, err
-    assert not (tmp_path / "run").exists()  # nothing written before the check
+    assert not (tmp_path / "run").exists()
+    return err
 
 
 def test_bench_cpu_variant_keeps_the_plain_problems():
@@ -460,3 +459,14 @@ def test_bench_cpu_variant_keeps_the_plain_problems():
     for a, b in zip(plain, cpu, strict=True):
         assert (a.n, a.k, a.cpus, b.cpus) == (b.n, b.k, 0, 1)
         np.testing.assert_array_equal(a.graph.edges, b.graph.edges)
+
+
+def test_experts_merge_of_a_missing_part_is_one_line(tmp_path, capsys):
+    from jaxplace.policy.experts import main
+
+    out = tmp_path / "merged.npz"
+    assert main(["unused.json", "--out", str(out), "--merge",
+                 str(tmp_path / "missing.npz")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "missing.npz" in err and "expert" in err, err
+    assert not list(tmp_path.iterdir())

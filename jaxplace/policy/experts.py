@@ -7,10 +7,10 @@ starts its self-imitation memory from these instead of from nothing, so the
 imitation term pulls the policy towards solutions a search found, and sampled ones
 replace them only when better.
 
-    python -m jaxplace.policy.experts training/policy_regal_expert.json --out runs/experts.npz
+    python -m jaxplace.policy.experts training/policy_regal.json --out runs/experts.npz
 
 The file holds `x` (pool, max n) float32 priorities (0 past each problem's n), `cost`
-(pool,) float64 and `n` (pool,) int64; `--part I/J` computes every J-th problem from
+(pool,) float64, `n` (pool,) int64 and `done` (pool,) bool; `--part I/J` computes every J-th problem from
 the I-th (for parallel processes) and `--merge` joins such parts.
 """
 
@@ -56,14 +56,19 @@ def merge(parts) -> dict:
     return out
 
 
-def load_solutions(path, count: int) -> dict:
-    """The solution file at `path`, checked to cover a pool of `count` problems."""
+def read_solutions(path) -> dict:
+    """The arrays of the solution file (or part) at `path`."""
     try:
         with np.load(path) as f:
-            d = {k: f[k] for k in ("x", "cost", "n", "done")}
+            return {k: f[k] for k in ("x", "cost", "n", "done")}
     except (OSError, KeyError, ValueError) as e:
         raise JaxplaceError(f"cannot read expert solutions ({e})", source=str(path),
                             field="expert") from None
+
+
+def load_solutions(path, count: int) -> dict:
+    """The solution file at `path`, checked to cover a pool of `count` problems."""
+    d = read_solutions(path)
     if len(d["cost"]) != count or not d["done"].all():
         raise JaxplaceError(f"has {int(d['done'].sum())} solutions of {len(d['cost'])} "
                             f"problems, the recipe's pool has {count}", source=str(path),
@@ -86,17 +91,20 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     try:
         if args.merge:
-            parts = [dict(np.load(f)) for f in args.merge]
-            np.savez(args.out, **merge(parts))
-            return 0
-        cfg = load_config(args.config)
-        problems = problem_set(cfg.seed, cfg.pool, cfg.data, TRAIN_STREAM)
-        idx = None
-        if args.part:
-            i, j = (int(s) for s in args.part.split("/"))
-            idx = range(i, len(problems), j)
-        out = search_solutions(problems, args.method, args.budget, cfg.seed, idx,
-                               log=sys.stderr)
+            out = merge([read_solutions(f) for f in args.merge])
+        else:
+            cfg = load_config(args.config)
+            problems = problem_set(cfg.seed, cfg.pool, cfg.data, TRAIN_STREAM)
+            idx = None
+            if args.part:
+                try:
+                    i, j = (int(s) for s in args.part.split("/"))
+                except ValueError:
+                    raise JaxplaceError(f"must be I/J, got {args.part!r}",
+                                        field="part") from None
+                idx = range(i, len(problems), j)
+            out = search_solutions(problems, args.method, args.budget, cfg.seed, idx,
+                                   log=sys.stderr)
         tmp = Path(args.out).with_suffix(".tmp.npz")
         np.savez(tmp, **out)
         tmp.replace(args.out)  # nothing half-written
