@@ -99,8 +99,10 @@ def main(argv=None) -> int:
             if args.part:
                 try:
                     i, j = (int(s) for s in args.part.split("/"))
+                    if not 0 <= i < j:
+                        raise ValueError
                 except ValueError:
-                    raise JaxplaceError(f"must be I/J, got {args.part!r}",
+                    raise JaxplaceError(f"must be I/J with 0 <= I < J, got {args.part!r}",
                                         field="part") from None
                 idx = range(i, len(problems), j)
             out = search_solutions(problems, args.method, args.budget, cfg.seed, idx,
