@@ -470,3 +470,58 @@ def test_experts_merge_of_a_missing_part_is_one_line(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "missing.npz" in err and "expert" in err, err
     assert not list(tmp_path.iterdir())
+
+
+def test_block_labels_keep_the_blocks_of_the_solution(tiny_experts):
+    """Every node of a block gets the block's level, and Kahn's order of those levels
+    slices at least as well as the solution (on the tiny pool and a REGAL-like graph)."""
+    from jaxplace.policy.train import block_latents
+    from jaxplace.reference import decode_reference
+
+    sol = dict(np.load(tiny_experts))
+    cases = [(p, sol["x"][i, :p.n]) for i, p in enumerate(TINY_PROBLEMS[0])]
+    big = _problem(seed=3, n=60, k=5)
+    cases += [(big, np.random.default_rng(s).random(big.n)) for s in range(4)]
+    for p, x in cases:
+        part = decode_reference(p, x)
+        z = block_latents(p, x, width=p.n + 3)
+        assert np.all(z[p.n:] == 0) and np.all(np.abs(z) < 3.0)
+        for b, nodes in enumerate(part.blocks):
+            assert np.all(z[nodes] == z[nodes[0]])
+            if b:
+                assert z[nodes[0]] < z[part.blocks[b - 1][0]]
+        got = decode_reference(p, np.asarray(jax.nn.sigmoid(z[:p.n]), np.float64))
+        assert got.cost <= part.cost * (1 + 1e-9)
+
+
+def test_training_from_block_labels_and_a_starting_policy(tiny_run, tiny_experts, tmp_path):
+    """`init` starts from a policy's weights (validation at step 0 is that policy's),
+    and block labels train through the fixed-label path."""
+    out, path = tiny_run
+    cfg = dataclasses.replace(TINY, steps=100, checkpoint_every=100, validate_every=100,
+                              imitation=0.1, expert=str(tiny_experts),
+                              expert_labels="block", init=str(path))
+    train(cfg, tmp_path, progress=False, quiet=True, problems=TINY_PROBLEMS)
+    rec, ref = _records(tmp_path), _records(out)
+    assert rec[0]["step"] == 0 and rec[0]["val_greedy"] == pytest.approx(
+        [r for r in ref if "val_greedy" in r][-1]["val_greedy"], rel=1e-6)
+    assert rec[-1]["step"] == 100 and np.isfinite(rec[-1]["reward"])
+
+
+@pytest.mark.parametrize("bad", ["missing", "other"])
+def test_bad_starting_policy_names_file_and_field(tiny_run, tmp_path, bad, capsys):
+    _, path = tiny_run
+    start = tmp_path / "start"
+    recipe = dict(TINY.to_json(), init=str(start))
+    if bad == "other":  # a policy of another architecture than the recipe's
+        shutil.copytree(path, start)
+        recipe["model"] = dict(recipe["model"], hidden=48)
+    err = _train_cli_error(tmp_path, recipe, capsys)
+    assert "start" in err, err
+    if bad == "other":
+        assert "init" in err, err
+
+
+def test_bad_expert_labels_name_the_field(tmp_path, capsys):
+    err = _train_cli_error(tmp_path, dict(TINY.to_json(), expert_labels="rank"), capsys)
+    assert "recipe.json" in err and "expert_labels" in err, err

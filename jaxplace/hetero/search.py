@@ -9,7 +9,7 @@ float64 reference. The default search:
    `search.baselines.seed_priorities` (DFS linearization, layerings), each with the
    devices fastest first and, for the DFS order, every other device order too (up to
    SEED_ORDERS); half the budget, stopped after PATIENCE stale evaluations.
-2. The (1 + batch) key-shift local search of the latency search (`KeyShift`) on the
+2. The (1 + batch) key-shift local search (`jaxplace.search.key_shift.KeyShift`) on the
    node priorities; the rest of the budget.
 3. Every device order (d! <= POLISH_ORDERS) re-sliced on the best node order by the
    reference DP, and the best kept.
@@ -130,7 +130,7 @@ def polish(inst, k: int, x: np.ndarray) -> tuple[np.ndarray, float]:
 
 def hetero_default(req):
     """The default search of a throughput problem on unequal devices (module doc)."""
-    from jaxplace.latency.search import brkga_then_shift
+    from jaxplace.search.key_shift import brkga_then_shift
     from jaxplace.search.request import finish
 
     problem, opt = req.problem, dict(req.options)

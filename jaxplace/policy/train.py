@@ -81,6 +81,17 @@ class TrainConfig:
             memory then starts at them (their latents in canonical form, their
             rewards), so the imitation term pulls the policy towards what a search
             found until its own samples do better. Needs imitation > 0.
+        expert_labels: how a solution becomes the latent the policy imitates. "order"
+            (default): the node at position i of its order gets a latent spread evenly
+            by position, so the policy is asked for that one order among many of the
+            same cost. "block": every node gets its block's level, scale *
+            (1 - 2 (b + 1/2) / blocks), the same for every order that gives the same
+            blocks; Kahn's order of such a latent keeps the blocks contiguous, so it
+            slices at least as well as the solution. Block labels are fixed: sampled
+            latents (not in block form) do not replace them, and REINFORCE alone has
+            to do better than them.
+        init: optional policy directory whose weights start the run (fine-tuning; same
+            model config); the optimizer starts fresh.
         max_nodes, max_degree: the common padded shape (nodes, in/out degree); pool
             problems that do not fit are skipped (and counted in the log).
         checkpoint_every: steps between checkpoints (a multiple of chunk).
@@ -106,6 +117,8 @@ class TrainConfig:
     ratio_cap: float = 8.0
     imitation: float = 0.0
     expert: str | None = None
+    expert_labels: str = "order"
+    init: str | None = None
     max_nodes: int = 200
     max_degree: int = 24
     checkpoint_every: int = 250
@@ -135,6 +148,12 @@ class TrainConfig:
         if expert is not None and (not isinstance(expert, str) or not imitation):
             raise JaxplaceError("must be a file path, used with imitation > 0, got "
                                 f"{expert!r}", field="expert")
+        if d.get("expert_labels", "order") not in ("order", "block"):
+            raise JaxplaceError(f"must be 'order' or 'block', got "
+                                f"{d['expert_labels']!r}", field="expert_labels")
+        init = d.get("init")
+        if init is not None and not isinstance(init, str):
+            raise JaxplaceError(f"must be a policy directory, got {init!r}", field="init")
         d["model"] = ModelConfig(**d.get("model", {}))
         d["data"] = DataConfig.from_json(d.get("data", {}))
         return cls(**d)
@@ -202,13 +221,26 @@ def canonical_latents(problem, x, width: int, scale: float = 3.0) -> np.ndarray:
     return z
 
 
-def expert_memory(path, problems, indices, lb, width: int, ratio_cap: float):
+def block_latents(problem, x, width: int, scale: float = 3.0) -> np.ndarray:
+    """(width,) latent that gives every node of block b of decode(x) the level
+    scale * (1 - 2 (b + 1/2) / blocks): one label for all orders with these blocks."""
+    from jaxplace.reference import decode_reference
+
+    part = decode_reference(problem, np.asarray(x, np.float64)[:problem.n])
+    z = np.zeros(width, np.float32)
+    z[:problem.n] = scale * (1.0 - 2.0 * (part.assignment + 0.5) / part.num_blocks)
+    return z
+
+
+def expert_memory(path, problems, indices, lb, width: int, ratio_cap: float,
+                  labels: str = "order"):
     """Self-imitation memory (latents, rewards) started at the search solutions in
     `path` for the kept pool problems `indices` of the generated pool `problems`."""
     from jaxplace.policy.experts import load_solutions
 
     sol = load_solutions(path, len(problems))
-    z = np.stack([canonical_latents(problems[i], sol["x"][i], width) for i in indices])
+    latents = block_latents if labels == "block" else canonical_latents
+    z = np.stack([latents(problems[i], sol["x"][i], width) for i in indices])
     cost = np.asarray(sol["cost"], np.float64)[list(indices)]
     r = rewards(jnp.asarray(cost, jnp.float32)[:, None], jnp.asarray(lb), ratio_cap)[:, 0]
     return jnp.asarray(z), r.astype(jnp.float32)
@@ -284,7 +316,7 @@ def build_data(cfg: TrainConfig, problems=None):
     pool = device_pool(keep, spec, sizes)
     if cfg.expert:  # host-side: train() takes it out before the compiled steps
         pool["expert"] = expert_memory(cfg.expert, train, kept, pool["lb"], spec.width,
-                                       cfg.ratio_cap)
+                                       cfg.ratio_cap, cfg.expert_labels)
     return spec, sizes, pool, device_pool(val, spec, sizes), len(train) - len(keep)
 
 
@@ -311,6 +343,7 @@ def make_train_chunk(graphdef, spec, optimizer, cfg: TrainConfig, length: int):
 
     apply = jax.vmap(pure_apply(graphdef, with_raw=True), in_axes=(None, 0))
     G, P = cfg.graphs, cfg.samples
+    fixed_labels = bool(cfg.expert) and cfg.expert_labels == "block"
 
     def step(pool, state, _):
         params, opt_state, kd, t, *memory = state
@@ -325,7 +358,9 @@ def make_train_chunk(graphdef, spec, optimizer, cfg: TrainConfig, length: int):
         costs = score_graphs(spec, graphs, z)
         r = rewards(costs, lb, cfg.ratio_cap)
         adv = loo_advantages(r)
-        if memory:  # self-imitation (cfg.imitation > 0)
+        if memory and fixed_labels:
+            target = memory[0][0][idx]
+        elif memory:  # self-imitation (cfg.imitation > 0)
             memory[0], target = update_memory(memory[0], idx, z, r)
         frac = jnp.minimum(t / max(cfg.steps, 1), 1.0)
         coef = cfg.entropy_coef + (cfg.entropy_final - cfg.entropy_coef) * frac
@@ -385,6 +420,11 @@ def init_state(cfg: TrainConfig, optimizer):
     """(graphdef, state): state = (params, optimizer state, key data, step)."""
     model = PolicyModel(cfg.model, nnx.Rngs(cfg.seed))
     graphdef, params = nnx.split(model)
+    if cfg.init:
+        config, params, _ = ck.read_policy(cfg.init)
+        if config != cfg.model:
+            raise JaxplaceError(f"has model {config}, the recipe asks for {cfg.model}",
+                                source=cfg.init, field="init")
     key = jax.random.fold_in(jax.random.key(cfg.seed), 1)
     return graphdef, (params, optimizer.init(params), jax.random.key_data(key),
                       jnp.asarray(0, jnp.int32))
@@ -513,6 +553,8 @@ def train(config, out=None, *, export=None, progress: bool | None = None,
         from jaxplace.policy.experts import load_solutions
 
         load_solutions(cfg.expert, cfg.pool if problems is None else len(problems[0]))
+    if cfg.init:  # so is a bad starting policy
+        init_state(cfg, make_optimizer(cfg))
     out = Path(out or Path("runs") / cfg.name)
     out.mkdir(parents=True, exist_ok=True)
     (out / "train_config.json").write_text(json.dumps(cfg.to_json(), indent=2) + "\n")
