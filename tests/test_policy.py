@@ -525,3 +525,51 @@ def test_bad_starting_policy_names_file_and_field(tiny_run, tmp_path, bad, capsy
 def test_bad_expert_labels_name_the_field(tmp_path, capsys):
     err = _train_cli_error(tmp_path, dict(TINY.to_json(), expert_labels="rank"), capsys)
     assert "recipe.json" in err and "expert_labels" in err, err
+
+
+def test_ppo_surrogate_starts_as_reinforce_and_clips():
+    """At the sampling policy, PPO's per-node clipped surrogate has REINFORCE's
+    gradient; a node whose ratio left the clip range in the advantage's direction
+    gets no gradient."""
+    from jaxplace.policy.train import node_log_prob, ppo_surrogate
+
+    ks = jax.random.split(jax.random.key(3), 4)
+    G, P, N = 2, 5, 6
+    mean = jax.random.normal(ks[0], (G, N))
+    log_std = 0.3 * jax.random.normal(ks[1], (G, N))
+    z = jax.vmap(lambda k, m, s: sample_latent(k, m, s, (P,)))(
+        jax.random.split(ks[2], G), mean, log_std)
+    adv = jax.random.normal(ks[3], (G, P))
+    mask = jnp.array([[True] * 6, [True] * 4 + [False] * 2])
+    lp_old = node_log_prob(z, mean, log_std)
+    got = jax.grad(ppo_surrogate, argnums=(0, 1))(mean, log_std, z, adv, mask, lp_old, 0.2)
+    want = jax.grad(surrogate, argnums=(0, 1))(mean, log_std, z, adv, mask)
+    for a, b in zip(got, want, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    # one sample, positive advantage, the mean moved so far towards it that its
+    # ratio is past 1 + clip on node 0 only: node 0 stops moving, node 1 does not
+    z1 = jnp.array([[[1.0, 1.0]]])
+    m0, s0 = jnp.zeros((1, 2)), jnp.zeros((1, 2))
+    old = node_log_prob(z1, m0, s0)
+    g = jax.grad(ppo_surrogate)(jnp.array([[0.8, 0.01]]), s0, z1, jnp.ones((1, 1)),
+                                jnp.ones((1, 2), bool), old, 0.2)
+    assert g[0, 0] == 0.0 and g[0, 1] < 0.0
+
+
+def test_tiny_ppo_training_improves_reward(tmp_path):
+    cfg = dataclasses.replace(TINY, ppo_epochs=3)
+    train(cfg, tmp_path, progress=False, quiet=True, problems=TINY_PROBLEMS)
+    rec = [r for r in _records(tmp_path) if "reward" in r]
+    # PPO has already learned part of the way in the first 50-step record (-0.507
+    # against REINFORCE's -0.526; seeded), so the bar on the rest is 0.03 (a stopped
+    # learner stays within ~0.01), and the greedy order must gain 3% on validation
+    # (-8.5% seeded; REINFORCE: -6%)
+    assert rec[-1]["reward"] > rec[0]["reward"] + 0.03, (rec[0], rec[-1])
+    val = [r for r in _records(tmp_path) if "val_greedy" in r]
+    assert val[-1]["val_greedy"] < 0.97 * val[0]["val_greedy"], val
+
+
+@pytest.mark.parametrize("value", [-1, 1.5, True])
+def test_bad_ppo_epochs_name_the_field(tmp_path, value, capsys):
+    err = _train_cli_error(tmp_path, dict(TINY.to_json(), ppo_epochs=value), capsys)
+    assert "recipe.json" in err and "ppo_epochs" in err, err

@@ -43,7 +43,7 @@ from jaxplace.errors import JaxplaceError
 from jaxplace.policy import checkpoint as ck
 from jaxplace.policy import features as F
 from jaxplace.policy.data import TRAIN_STREAM, VALID_STREAM, DataConfig, problem_set
-from jaxplace.policy.distribution import entropy, log_prob, sample_latent
+from jaxplace.policy.distribution import LOG_SQRT_2PI, entropy, log_prob, sample_latent
 from jaxplace.policy.model import ModelConfig, PolicyModel, pure_apply
 
 
@@ -90,6 +90,14 @@ class TrainConfig:
             slices at least as well as the solution. Block labels are fixed: sampled
             latents (not in block form) do not replace them, and REINFORCE alone has
             to do better than them.
+        ppo_epochs: 0 for plain REINFORCE (one update per batch); E > 0 for PPO's
+            clipped surrogate (Schulman et al. 2017), E updates on each batch of
+            samples. The ratio is taken per node (the policy is a product of per-node
+            Gaussians; the joint ratio of ~200 nodes leaves the clip range at once),
+            so the first update is exactly the REINFORCE one and later ones reuse the
+            samples (biased, as in every PPO). The learning-rate schedule then counts
+            E updates per step.
+        ppo_clip: the clip range epsilon of the per-node ratio.
         init: optional policy directory whose weights start the run (fine-tuning; same
             model config); the optimizer starts fresh.
         max_nodes, max_degree: the common padded shape (nodes, in/out degree); pool
@@ -118,6 +126,8 @@ class TrainConfig:
     imitation: float = 0.0
     expert: str | None = None
     expert_labels: str = "order"
+    ppo_epochs: int = 0
+    ppo_clip: float = 0.2
     init: str | None = None
     max_nodes: int = 200
     max_degree: int = 24
@@ -151,6 +161,10 @@ class TrainConfig:
         if d.get("expert_labels", "order") not in ("order", "block"):
             raise JaxplaceError(f"must be 'order' or 'block', got "
                                 f"{d['expert_labels']!r}", field="expert_labels")
+        epochs = d.get("ppo_epochs", 0)
+        if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 0:
+            raise JaxplaceError(f"must be a non-negative integer, got {epochs!r}",
+                                field="ppo_epochs")
         init = d.get("init")
         if init is not None and not isinstance(init, str):
             raise JaxplaceError(f"must be a policy directory, got {init!r}", field="init")
@@ -251,6 +265,25 @@ def init_memory(pool_size: int, width: int):
             jnp.full((pool_size,), -jnp.inf, jnp.float32))
 
 
+def node_log_prob(z, mean, log_std):
+    """(G, P, N) per-node Gaussian log-densities of z (G, P, N) under (G, N) params."""
+    u = (z - mean[:, None]) * jnp.exp(-log_std[:, None])
+    return -0.5 * u * u - log_std[:, None] - LOG_SQRT_2PI
+
+
+def ppo_surrogate(mean, log_std, z, adv, mask, lp_old, clip: float):
+    """() PPO's clipped surrogate with per-node ratios, as a loss.
+
+    lp_old: (G, P, N) per-node log-densities of z under the policy that sampled it.
+    At mean, log_std equal to that policy's, the gradient is `surrogate`'s.
+    """
+    ratio = jnp.exp(node_log_prob(jax.lax.stop_gradient(z), mean, log_std) - lp_old)
+    a = jax.lax.stop_gradient(adv)[..., None]
+    obj = jnp.minimum(ratio * a, jnp.clip(ratio, 1.0 - clip, 1.0 + clip) * a)
+    n = jnp.maximum(mask.sum(-1), 1)[:, None]
+    return -jnp.mean(jnp.sum(jnp.where(mask[:, None], obj, 0.0), -1) / n)
+
+
 def surrogate(mean, log_std, z, adv, mask):
     """() loss whose gradient in (mean, log_std) is the REINFORCE estimate.
 
@@ -324,9 +357,10 @@ def build_data(cfg: TrainConfig, problems=None):
 
 
 def _schedule(cfg: TrainConfig):
-    decay = max(cfg.steps - cfg.warmup, 1)
-    return optax.warmup_cosine_decay_schedule(0.0, cfg.lr, max(cfg.warmup, 1),
-                                              cfg.warmup + decay, cfg.lr * cfg.lr_final)
+    e = max(cfg.ppo_epochs, 1)  # optimizer updates per step
+    decay = max(e * (cfg.steps - cfg.warmup), 1)
+    return optax.warmup_cosine_decay_schedule(0.0, cfg.lr, max(e * cfg.warmup, 1),
+                                              e * cfg.warmup + decay, cfg.lr * cfg.lr_final)
 
 
 def make_optimizer(cfg: TrainConfig):
@@ -367,20 +401,36 @@ def make_train_chunk(graphdef, spec, optimizer, cfg: TrainConfig, length: int):
 
         def loss(m, s, w):
             l2 = jnp.sum(jnp.where(mask[..., None], w * w, 0.0)) / jnp.sum(mask)
-            out = (surrogate(m, s, z, adv, mask) - coef * jnp.mean(entropy(s, mask))
-                   + cfg.output_l2 * l2)
+            pg = (ppo_surrogate(m, s, z, adv, mask, lp_old, cfg.ppo_clip)
+                  if cfg.ppo_epochs else surrogate(m, s, z, adv, mask))
+            out = pg - coef * jnp.mean(entropy(s, mask)) + cfg.output_l2 * l2
             if memory:
                 out = out + cfg.imitation * imitation_loss(m, s, target, mask)
             return out
 
-        (grads,) = vjp(jax.grad(loss, argnums=(0, 1, 2))(mean, log_std, raw))
-        updates, opt_state = optimizer.update(grads, opt_state, params)
-        params = optax.apply_updates(params, updates)
+        if cfg.ppo_epochs:
+            lp_old = jax.lax.stop_gradient(node_log_prob(z, mean, log_std))
+
+            def epoch(carry, _):
+                p, o = carry
+                g = jax.grad(lambda q: loss(*apply(q, inputs)))(p)
+                u, o = optimizer.update(g, o, p)
+                return (optax.apply_updates(p, u), o), optax.tree.norm(g)
+
+            (params, opt_state), norms = jax.lax.scan(epoch, (params, opt_state), None,
+                                                      length=cfg.ppo_epochs)
+            grad_norm = norms[0]
+        else:
+            lp_old = None
+            (grads,) = vjp(jax.grad(loss, argnums=(0, 1, 2))(mean, log_std, raw))
+            updates, opt_state = optimizer.update(grads, opt_state, params)
+            params = optax.apply_updates(params, updates)
+            grad_norm = optax.tree.norm(grads)
         metrics = {"reward": r.mean(), "best_reward": r.max(-1).mean(),
                    "entropy": jnp.mean(entropy(log_std, mask)),
                    "raw_rms": jnp.sqrt(jnp.sum(jnp.where(mask[..., None], raw * raw, 0.0))
                                        / (2 * jnp.sum(mask))),
-                   "grad_norm": optax.tree.norm(grads),
+                   "grad_norm": grad_norm,
                    "infeasible": jnp.mean(~jnp.isfinite(costs))}
         return (params, opt_state, jax.random.key_data(key), t + 1, *memory), metrics
 
