@@ -12,7 +12,9 @@ graph (leave-one-out): the baseline and the scale are then independent of the sa
 so per graph the expected update is a positive multiple of the exact policy gradient
 (`loo_advantages`). Loss: -mean(adv * log p(z) / n) - entropy_coef * mean entropy,
 plus a small penalty on the model's pre-squashing outputs, Adam with global-norm
-clipping.
+clipping. With `ppo_epochs` E > 0 the policy-gradient term is PPO's clipped surrogate
+(per-node ratios) and each batch of samples gets E updates, the first of them the
+REINFORCE one.
 
 The step loop runs in `lax.scan` chunks (`chunk` steps per compiled call); the host
 only logs after each chunk (metrics to `metrics.jsonl`, a tqdm bar with step, mean
