@@ -8,7 +8,8 @@
     $B --count 36 --seed 1 --methods $M,brkga-1000,brkga-10000 > $R/v1_s1.log
     $B --count 12 --seed 0 --methods $M > $R/v1_12.log
     $B --count 12 --seed 0 --methods $M --policy runs/gnn-v2-ppo/policy > $R/ppo.log
-    # and ppo_s1.log (seed 1, 36), ppo85.log, ppo85_s1.log (runs/gnn-v2-ppo85)
+    # and ppo_s1.log (seed 1, 36), ppo85.log, ppo85_s1.log (runs/gnn-v2-ppo85),
+    # ppo1k.log, ppo1k_s1.log (runs/gnn-v2-ppo-1k: the PPO run stopped at step 1000)
 """
 
 import collections
@@ -38,7 +39,8 @@ def geomean(v):
 def main(root="runs/bench/"):
     base = parse(root + "block.log") + parse(root + "v1_s1.log")
     pols = {"gnn-v1": ("v1_12.log", "v1_s1.log"), "ppo": ("ppo.log", "ppo_s1.log"),
-            "ppo85": ("ppo85.log", "ppo85_s1.log")}
+            "ppo85": ("ppo85.log", "ppo85_s1.log"),
+            "ppo-1k": ("ppo1k.log", "ppo1k_s1.log")}
     for name, files in pols.items():
         rows = parse(root + files[0]) + parse(root + files[1])
         print(name)
