@@ -14,18 +14,26 @@ VARIANTS, comma-separated, the first is the yardstick of the ratios:
                                           policy's output (active-search style)
 Rows go to /tmp/policy_coupling_BUDGET_SEED.json.
 """
-import json, os, sys, time
+
+import json
+import os
+import sys
+import time
 from dataclasses import dataclass
 from typing import Any
-import jax, jax.numpy as jnp, numpy as np
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
 import jaxplace as jp
 from jaxplace.bench.policy import held_out_problems
-from jaxplace.search.api import _stop_rule
-from jaxplace.search.request import SearchRequest, finish
-from jaxplace.search.driver import run_program
-from jaxplace.search.policy import padded_distribution, PolicyBRKGAProgram, _sample
-from jaxplace.search.programs import DecodeFitness, SearchData
 from jaxplace.policy import greedy_priorities
+from jaxplace.search.api import _stop_rule
+from jaxplace.search.driver import run_program
+from jaxplace.search.policy import PolicyBRKGAProgram, _sample, padded_distribution
+from jaxplace.search.programs import DecodeFitness, SearchData
+from jaxplace.search.request import SearchRequest, finish
 
 
 @dataclass(frozen=True)
@@ -43,8 +51,10 @@ class CEMProgram:
         return self.population
 
     def blank(self, data, key, X0):
-        mu = jnp.asarray(data.dist["mean"]); ls = jnp.asarray(data.dist["log_std"])
-        Ez = jnp.zeros((self.elites, self.width)); Ef = jnp.full((self.elites,), jnp.inf)
+        mu = jnp.asarray(data.dist["mean"])
+        ls = jnp.asarray(data.dist["log_std"])
+        Ez = jnp.zeros((self.elites, self.width))
+        Ef = jnp.full((self.elites,), jnp.inf)
         return mu, jnp.exp(ls), Ez, Ef, X0, jnp.asarray(True)
 
     def step(self, data, carry, key):
@@ -55,8 +65,9 @@ class CEMProgram:
         X = jax.nn.sigmoid(z)
         f = self.fitness(data, X)
         f = jnp.where(jnp.isnan(f), jnp.inf, f)
-        Z = jnp.concatenate([Ez, z]); F = jnp.concatenate([Ef, f])
-        idx = jnp.argsort(F)[:self.elites]
+        Z = jnp.concatenate([Ez, z])
+        F = jnp.concatenate([Ef, f])
+        idx = jnp.argsort(F)[: self.elites]
         Ez, Ef = Z[idx], F[idx]
         a = self.alpha
         mu = (1 - a) * mu + a * Ez.mean(0)
@@ -65,8 +76,19 @@ class CEMProgram:
 
 
 def request(p, seed, budget):
-    return SearchRequest(p, seed, budget, _stop_rule(p, None, None, None), None, False,
-                         None, None, {}, time.perf_counter(), True)
+    return SearchRequest(
+        p,
+        seed,
+        budget,
+        _stop_rule(p, None, None, None),
+        None,
+        False,
+        None,
+        None,
+        {},
+        time.perf_counter(),
+        True,
+    )
 
 
 def run_variant(p, name, budget, seed):
@@ -89,14 +111,21 @@ def run_variant(p, name, budget, seed):
     parts = name.split(":")
     kind, opts = parts[0], dict(kv.split("=") for kv in parts[1:])
     P = int(opts.pop("P", 100))
-    X0 = np.array(_sample(dist, k_init, P), np.float32); X0[0] = mode
+    X0 = np.array(_sample(dist, k_init, P), np.float32)
+    X0[0] = mode
     if kind == "pb":
         prog = PolicyBRKGAProgram("BRKGA", P, req.spec.width, fit, ())
         params = prog.algo.default_params.replace(**{k: float(v) for k, v in opts.items()})
         data = SearchData(g=req.graph, dist=dist, params=params)
     elif kind == "cem":
-        prog = CEMProgram(req.spec.width, P, fit, int(opts.get("e", 10)),
-                          float(opts.get("a", 0.3)), float(opts.get("s", 0.05)))
+        prog = CEMProgram(
+            req.spec.width,
+            P,
+            fit,
+            int(opts.get("e", 10)),
+            float(opts.get("a", 0.3)),
+            float(opts.get("s", 0.05)),
+        )
         data = SearchData(g=req.graph, dist=dist)
     out = run_program(prog, data, k_run, X0, max(budget // P - 1, 0), req.run(name))
     r = finish(req, name, out.best_x, out.evaluations, out.history, out.interrupted)
@@ -105,7 +134,8 @@ def run_variant(p, name, budget, seed):
 
 if __name__ == "__main__":
     variants = sys.argv[1].split(",")
-    budget = int(sys.argv[2]); count = int(sys.argv[3]) if len(sys.argv) > 3 else 12
+    budget = int(sys.argv[2])
+    count = int(sys.argv[3]) if len(sys.argv) > 3 else 12
     seed0 = int(sys.argv[4]) if len(sys.argv) > 4 else 0
     probs = held_out_problems(count, seed0, regal_fraction=1.0)
     rows = []
@@ -116,17 +146,25 @@ if __name__ == "__main__":
         for v in variants:
             t = time.perf_counter()
             c, e = run_variant(p, v, budget, seed0 + i)
-            rows.append(dict(i=i, n=p.n, k=p.k, v=v, cost=c, evals=e,
-                             wall=time.perf_counter() - t))
-        print(i, p.n, p.k, " ".join(f"{r['v']}={r['cost']:.4f}/{r['wall']:.1f}s"
-                                   for r in rows[-len(variants):]), flush=True)
+            rows.append(dict(i=i, n=p.n, k=p.k, v=v, cost=c, evals=e, wall=time.perf_counter() - t))
+        print(
+            i,
+            p.n,
+            p.k,
+            " ".join(f"{r['v']}={r['cost']:.4f}/{r['wall']:.1f}s" for r in rows[-len(variants) :]),
+            flush=True,
+        )
     json.dump(rows, open(f"/tmp/policy_coupling_{budget}_{seed0}.json", "w"))
     base = variants[0]
     for v in variants:
         for k in (4, 8, 16):
             a = [r["cost"] for r in rows if r["v"] == v and r["k"] == k]
             b = [r["cost"] for r in rows if r["v"] == base and r["k"] == k]
-            print(f"{v:30s} k={k:2d} vs {base}: {np.exp(np.mean(np.log(np.array(a)/np.array(b)))):.4f}")
-        a = [r["cost"] for r in rows if r["v"] == v]; b = [r["cost"] for r in rows if r["v"] == base]
-        print(f"{v:30s} all  : {np.exp(np.mean(np.log(np.array(a)/np.array(b)))):.4f}  "
-              f"wall {np.median([r['wall'] for r in rows if r['v']==v]):.1f}")
+            g = np.exp(np.mean(np.log(np.array(a) / np.array(b))))
+            print(f"{v:30s} k={k:2d} vs {base}: {g:.4f}")
+        a = [r["cost"] for r in rows if r["v"] == v]
+        b = [r["cost"] for r in rows if r["v"] == base]
+        print(
+            f"{v:30s} all  : {np.exp(np.mean(np.log(np.array(a) / np.array(b)))):.4f}  "
+            f"wall {np.median([r['wall'] for r in rows if r['v'] == v]):.1f}"
+        )

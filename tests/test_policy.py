@@ -531,7 +531,8 @@ def test_ppo_surrogate_starts_as_reinforce_and_clips():
     """At the sampling policy, PPO's per-node clipped surrogate has REINFORCE's
     gradient; a node whose ratio left the clip range in the advantage's direction
     gets no gradient."""
-    from jaxplace.policy.train import node_log_prob, ppo_surrogate
+    from jaxplace.policy.distribution import node_log_prob
+    from jaxplace.policy.train import ppo_surrogate
 
     ks = jax.random.split(jax.random.key(3), 4)
     G, P, N = 2, 5, 6
@@ -541,7 +542,7 @@ def test_ppo_surrogate_starts_as_reinforce_and_clips():
         jax.random.split(ks[2], G), mean, log_std)
     adv = jax.random.normal(ks[3], (G, P))
     mask = jnp.array([[True] * 6, [True] * 4 + [False] * 2])
-    lp_old = node_log_prob(z, mean, log_std)
+    lp_old = node_log_prob(z, mean[:, None], log_std[:, None])
     got = jax.grad(ppo_surrogate, argnums=(0, 1))(mean, log_std, z, adv, mask, lp_old, 0.2)
     want = jax.grad(surrogate, argnums=(0, 1))(mean, log_std, z, adv, mask)
     for a, b in zip(got, want, strict=True):
@@ -550,7 +551,7 @@ def test_ppo_surrogate_starts_as_reinforce_and_clips():
     # ratio is past 1 + clip on node 0 only: node 0 stops moving, node 1 does not
     z1 = jnp.array([[[1.0, 1.0]]])
     m0, s0 = jnp.zeros((1, 2)), jnp.zeros((1, 2))
-    old = node_log_prob(z1, m0, s0)
+    old = node_log_prob(z1, m0[:, None], s0[:, None])
     g = jax.grad(ppo_surrogate)(jnp.array([[0.8, 0.01]]), s0, z1, jnp.ones((1, 1)),
                                 jnp.ones((1, 2), bool), old, 0.2)
     assert g[0, 0] == 0.0 and g[0, 1] < 0.0

@@ -30,6 +30,12 @@ def sample_latent(key, mean, log_std, shape=()) -> jnp.ndarray:
     return mean + jnp.exp(log_std) * eps
 
 
+def node_log_prob(z, mean, log_std) -> jnp.ndarray:
+    """Per-node Gaussian log-densities of z (shapes broadcast)."""
+    u = (z - mean) * jnp.exp(-log_std)
+    return -0.5 * u * u - log_std - LOG_SQRT_2PI
+
+
 def log_prob(z, mean, log_std, mask) -> jnp.ndarray:
     """Exact log-density of z under the per-node Gaussians, summed over real nodes.
 
@@ -39,9 +45,7 @@ def log_prob(z, mean, log_std, mask) -> jnp.ndarray:
     Returns:
         (...,) float32 log p(z).
     """
-    u = (z - mean) * jnp.exp(-log_std)
-    lp = -0.5 * u * u - log_std - LOG_SQRT_2PI
-    return jnp.sum(jnp.where(mask, lp, 0.0), axis=-1)
+    return jnp.sum(jnp.where(mask, node_log_prob(z, mean, log_std), 0.0), axis=-1)
 
 
 def entropy(log_std, mask) -> jnp.ndarray:

@@ -10,8 +10,9 @@ replace them only when better.
     python -m jaxplace.policy.experts training/policy_regal.json --out runs/experts.npz
 
 The file holds `x` (pool, max n) float32 priorities (0 past each problem's n), `cost`
-(pool,) float64, `n` (pool,) int64 and `done` (pool,) bool; `--part I/J` computes every J-th problem from
-the I-th (for parallel processes) and `--merge` joins such parts.
+(pool,) float64, `n` (pool,) int64 and `done` (pool,) bool; `--part I/J` computes
+every J-th problem from the I-th (for parallel processes) and `--merge` joins such
+parts.
 """
 
 from __future__ import annotations

@@ -45,7 +45,7 @@ from jaxplace.errors import JaxplaceError
 from jaxplace.policy import checkpoint as ck
 from jaxplace.policy import features as F
 from jaxplace.policy.data import TRAIN_STREAM, VALID_STREAM, DataConfig, problem_set
-from jaxplace.policy.distribution import LOG_SQRT_2PI, entropy, log_prob, sample_latent
+from jaxplace.policy.distribution import entropy, log_prob, node_log_prob, sample_latent
 from jaxplace.policy.model import ModelConfig, PolicyModel, pure_apply
 
 
@@ -267,19 +267,14 @@ def init_memory(pool_size: int, width: int):
             jnp.full((pool_size,), -jnp.inf, jnp.float32))
 
 
-def node_log_prob(z, mean, log_std):
-    """(G, P, N) per-node Gaussian log-densities of z (G, P, N) under (G, N) params."""
-    u = (z - mean[:, None]) * jnp.exp(-log_std[:, None])
-    return -0.5 * u * u - log_std[:, None] - LOG_SQRT_2PI
-
-
 def ppo_surrogate(mean, log_std, z, adv, mask, lp_old, clip: float):
     """() PPO's clipped surrogate with per-node ratios, as a loss.
 
     lp_old: (G, P, N) per-node log-densities of z under the policy that sampled it.
     At mean, log_std equal to that policy's, the gradient is `surrogate`'s.
     """
-    ratio = jnp.exp(node_log_prob(jax.lax.stop_gradient(z), mean, log_std) - lp_old)
+    lp = node_log_prob(jax.lax.stop_gradient(z), mean[:, None], log_std[:, None])
+    ratio = jnp.exp(lp - lp_old)
     a = jax.lax.stop_gradient(adv)[..., None]
     obj = jnp.minimum(ratio * a, jnp.clip(ratio, 1.0 - clip, 1.0 + clip) * a)
     n = jnp.maximum(mask.sum(-1), 1)[:, None]
@@ -400,6 +395,8 @@ def make_train_chunk(graphdef, spec, optimizer, cfg: TrainConfig, length: int):
             memory[0], target = update_memory(memory[0], idx, z, r)
         frac = jnp.minimum(t / max(cfg.steps, 1), 1.0)
         coef = cfg.entropy_coef + (cfg.entropy_final - cfg.entropy_coef) * frac
+        lp_old = (jax.lax.stop_gradient(node_log_prob(z, mean[:, None], log_std[:, None]))
+                  if cfg.ppo_epochs else None)
 
         def loss(m, s, w):
             l2 = jnp.sum(jnp.where(mask[..., None], w * w, 0.0)) / jnp.sum(mask)
@@ -411,8 +408,6 @@ def make_train_chunk(graphdef, spec, optimizer, cfg: TrainConfig, length: int):
             return out
 
         if cfg.ppo_epochs:
-            lp_old = jax.lax.stop_gradient(node_log_prob(z, mean, log_std))
-
             def epoch(carry, _):
                 p, o = carry
                 g = jax.grad(lambda q: loss(*apply(q, inputs)))(p)
@@ -423,7 +418,6 @@ def make_train_chunk(graphdef, spec, optimizer, cfg: TrainConfig, length: int):
                                                       length=cfg.ppo_epochs)
             grad_norm = norms[0]
         else:
-            lp_old = None
             (grads,) = vjp(jax.grad(loss, argnums=(0, 1, 2))(mean, log_std, raw))
             updates, opt_state = optimizer.update(grads, opt_state, params)
             params = optax.apply_updates(params, updates)
@@ -605,15 +599,13 @@ def train(config, out=None, *, export=None, progress: bool | None = None,
         from jaxplace.policy.experts import load_solutions
 
         load_solutions(cfg.expert, cfg.pool if problems is None else len(problems[0]))
-    if cfg.init:  # so is a bad starting policy
-        init_state(cfg, make_optimizer(cfg))
+    optimizer = make_optimizer(cfg)
+    graphdef, state = init_state(cfg, optimizer)  # so does a bad starting policy
     out = Path(out or Path("runs") / cfg.name)
     out.mkdir(parents=True, exist_ok=True)
     (out / "train_config.json").write_text(json.dumps(cfg.to_json(), indent=2) + "\n")
     t_data = time.perf_counter()
     spec, sizes, train_pool, val_pool, skipped = build_data(cfg, problems)
-    optimizer = make_optimizer(cfg)
-    graphdef, state = init_state(cfg, optimizer)
     if cfg.imitation > 0:
         memory = train_pool.pop("expert", None) or init_memory(
             int(train_pool["lb"].shape[0]), spec.width)

@@ -88,4 +88,5 @@ def brkga_then_shift(req, seeds, *, budget_brkga: int, population: int, patience
     info = {"brkga_best": out1.best_f, "search_best": best_f}
     return best_x, best_f, evals, history, interrupted, info
 
+
 __all__ = ["KeyShift", "brkga_then_shift"]
