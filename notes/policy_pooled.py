@@ -10,6 +10,10 @@
     $B --count 12 --seed 0 --methods $M --policy runs/gnn-v2-ppo/policy > $R/ppo.log
     # and ppo_s1.log (seed 1, 36), ppo85.log, ppo85_s1.log (runs/gnn-v2-ppo85),
     # ppo1k.log, ppo1k_s1.log (runs/gnn-v2-ppo-1k: the PPO run stopped at step 1000)
+    # GPU-trained policies (notes/gpu.md): regal_gpu.log, regal_gpu_s1.log, ... from
+    # the same two commands with --policy runs/gpu/policy_regal_gpu (_long, _300)
+
+Usage: python notes/policy_pooled.py [ROOT] [NAME=LOG12,LOG36 ...]
 """
 
 import collections
@@ -36,11 +40,14 @@ def geomean(v):
     return float(np.exp(np.mean(np.log(v))))
 
 
-def main(root="runs/bench/"):
+def main(root="runs/bench/", *extra):
     base = parse(root + "block.log") + parse(root + "v1_s1.log")
     pols = {"gnn-v1": ("v1_12.log", "v1_s1.log"), "ppo": ("ppo.log", "ppo_s1.log"),
             "ppo85": ("ppo85.log", "ppo85_s1.log"),
             "ppo-1k": ("ppo1k.log", "ppo1k_s1.log")}
+    for item in extra:
+        name, logs = item.split("=")
+        pols[name] = tuple(logs.split(","))
     for name, files in pols.items():
         rows = parse(root + files[0]) + parse(root + files[1])
         print(name)

@@ -1,6 +1,7 @@
-"""Policy transfer: gnn-v1 on the NeurIPS workloads and on 1000-node generated graphs.
+"""Policy transfer: a policy on the NeurIPS workloads and on 1000-node generated graphs.
 
-python notes/policy_transfer.py [METHODS] [OUT.json]   # METHODS comma-separated
+python notes/policy_transfer.py [METHODS] [OUT.json] [POLICY]   # METHODS comma-separated
+(POLICY: a policy directory; default: the shipped one)
 """
 
 import glob
@@ -14,7 +15,7 @@ from jaxplace.bench.policy import run_method
 from jaxplace.generators import generate
 from jaxplace.policy.inference import load_policy
 
-pol = load_policy(None)
+pol = load_policy(sys.argv[3] if len(sys.argv) > 3 else None)
 methods = (
     sys.argv[1].split(",")
     if len(sys.argv) > 1

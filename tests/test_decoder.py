@@ -299,3 +299,17 @@ def test_bad_input():
         evaluate(problem, np.full((2, 5), np.nan))
     with pytest.raises(JaxplaceError):
         evaluate(problem, np.zeros((2, 5)), precision="float16")
+
+
+def test_chunking_caps_the_dp_table_on_cpu_only():
+    from jaxplace.decoder import lanes
+    from jaxplace.decoder.batching import CACHE_BYTES, bytes_per_candidate, chunk_size_for
+
+    spec = Spec(N=208, T=208, D=24, S=24, K=16, use_param=True)
+    capped = chunk_size_for(spec, 4)
+    free = chunk_size_for(spec, 4, cache_bytes=None)
+    assert capped * lanes.table_rows(spec) * (spec.N + 1) * 4 <= CACHE_BYTES
+    assert free > capped  # accelerators: only the memory budget limits a chunk
+    assert free * bytes_per_candidate(spec, 4) <= 1 << 30 < 2 * free * bytes_per_candidate(
+        spec, 4)
+    assert free & (free - 1) == 0 and capped & (capped - 1) == 0

@@ -13,7 +13,8 @@ and the median wall time per run of:
 - default: `jp.search(p)`;
 - on request (`--methods`): policy+brkga-B and policy-B, the `jp.search` methods
   "policy+brkga" and "policy" with budget B and this bench's policy, and
-  default+policy, the default search whose BRKGA phase is coupled with the policy.
+  default+policy, the default search whose BRKGA phase is coupled with the policy;
+  default-plain, the default search with the coupling off at every k.
 
 Policy wall times include featurizing the graph and the GNN forward pass; every
 wall time includes compiles for the first problem of each padded shape.
@@ -68,6 +69,8 @@ def run_method(problem, name: str, policy, seed: int) -> tuple[float, int, float
     elif name == "default+policy":
         kw = {"policy": policy.path} if getattr(policy, "path", None) else {}
         r = jp.search(problem, seed=seed, progress=False, use_policy=True, **kw)
+    elif name == "default-plain":
+        r = jp.search(problem, seed=seed, progress=False, use_policy=False)
     else:
         r = jp.search(problem, name, seed=seed, progress=False)
     return float(r.cost), int(r.evaluations), float(r.wall_time)

@@ -20,8 +20,10 @@ from jaxplace.decoder.layout import Spec, bucket
 
 #: Default device-memory budget for one chunk of the population, in bytes.
 DEFAULT_MEMORY_BUDGET = 1 << 30
-#: Per-chunk DP-table size the default chunking aims for (it is reread every step, so
-#: it should stay in cache; measured best on a 2-core EPYC with 1 MiB L2, 32 MiB L3).
+#: Per-chunk DP-table size the default chunking aims for on CPUs (it is reread every
+#: step, so it should stay in cache; measured best on a 2-core EPYC with 1 MiB L2,
+#: 32 MiB L3). Accelerators get no such cap: on an H100 a chunk of 256 candidates
+#: scored 45k/s and one of 8,192 474k/s (notes/gpu.md).
 CACHE_BYTES = 4 << 20
 
 
@@ -31,7 +33,7 @@ class Batching:
 
     Attributes:
         chunk_size: candidates per compiled call (default: the largest power of two
-            within `memory_budget` whose DP table stays near CACHE_BYTES).
+            within `memory_budget`, on CPUs also with its DP table near CACHE_BYTES).
         devices: devices to shard each chunk over (None: all of `jax.devices()`).
         memory_budget: bytes of device memory one chunk may use.
     """
@@ -54,13 +56,19 @@ def bytes_per_candidate(spec: Spec, itemsize: int) -> int:
 
 
 def chunk_size_for(spec: Spec, itemsize: int, budget: int = DEFAULT_MEMORY_BUDGET,
-                   multiple: int = 1) -> int:
-    """Largest power-of-two chunk (a multiple of `multiple`) within `budget` bytes."""
+                   multiple: int = 1, cache_bytes: int | None = CACHE_BYTES) -> int:
+    """Largest power-of-two chunk (a multiple of `multiple`) within `budget` bytes,
+    and with its DP table within `cache_bytes` unless that is None."""
     c = max(budget // max(bytes_per_candidate(spec, itemsize), 1), 1)
-    # keep one chunk's DP table within CACHE_BYTES: the DP rereads it every step
-    c = min(c, max(CACHE_BYTES // (lanes.table_rows(spec) * (spec.N + 1) * itemsize), 8))
+    if cache_bytes is not None:  # the DP rereads its table every step
+        c = min(c, max(cache_bytes // (lanes.table_rows(spec) * (spec.N + 1) * itemsize), 8))
     c = 1 << (int(c).bit_length() - 1)
     return max(c, multiple) // multiple * multiple
+
+
+def platform(devices: Sequence | None) -> str:
+    """The platform ("cpu", "gpu", "tpu") of `devices` (None: jax's default devices)."""
+    return (jax.devices() if devices is None else list(devices))[0].platform
 
 
 def make_mesh(devices: Sequence | None):
@@ -92,8 +100,9 @@ def run_batched(run_chunk: Callable, Z: np.ndarray, *, spec: Spec, itemsize: int
     P = Z.shape[axis]
     groups = math.prod(Z.shape[:axis])
     mesh, ndev = make_mesh(batching.devices)
+    cache = CACHE_BYTES if platform(batching.devices) == "cpu" else None
     chunk = batching.chunk_size or chunk_size_for(
-        spec, itemsize, batching.memory_budget // max(groups, 1), ndev)
+        spec, itemsize, batching.memory_budget // max(groups, 1), ndev, cache)
     chunk = -(-chunk // ndev) * ndev
     size, count = pop_batches(P, chunk, ndev)
     lead = (slice(None),) * axis
@@ -115,4 +124,4 @@ def run_batched(run_chunk: Callable, Z: np.ndarray, *, spec: Spec, itemsize: int
 
 
 __all__ = ["Batching", "CACHE_BYTES", "DEFAULT_MEMORY_BUDGET", "bytes_per_candidate",
-           "chunk_size_for", "make_mesh", "pop_batches", "run_batched"]
+           "chunk_size_for", "make_mesh", "platform", "pop_batches", "run_batched"]
