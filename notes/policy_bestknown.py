@@ -4,9 +4,13 @@ after 20,000 evaluations without gain, the policy on at k >= 8.
 
     python notes/policy_bestknown.py BUDGET [COUNT]     # rows to /tmp/policy_best_BUDGET.json
 """
-import json, sys, time
+import json
+import sys
+import time
+
 import jaxplace as jp
 from jaxplace.bench.policy import held_out_problems
+
 T = float(sys.argv[1]); count = int(sys.argv[2]) if len(sys.argv) > 2 else 12
 out = []
 for i, p in enumerate(held_out_problems(count, 0, regal_fraction=1.0)):

@@ -1,6 +1,9 @@
 """default+policy first, then default (compile order reversed), k in {8, 16}."""
-import json, sys
+import json
+import sys
+
 from jaxplace.bench.policy import held_out_problems, run_method
+
 probs = held_out_problems(int(sys.argv[1]), seed=2, ks=(8, 16), regal_fraction=float(sys.argv[2]))
 rows = []
 for i, p in enumerate(probs):

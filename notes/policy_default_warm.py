@@ -1,7 +1,10 @@
 """Warm wall of default vs default+policy: each graph searched once per method to
 compile, then again (timed), alternating the order."""
-import json, sys, time
+import json
+import sys
+
 from jaxplace.bench.policy import held_out_problems, run_method
+
 probs = held_out_problems(int(sys.argv[1]), seed=3, ks=(8, 16), regal_fraction=1.0)
 rows = []
 for i, p in enumerate(probs):

@@ -1,6 +1,11 @@
 """SIGINT at T seconds into a cold `jaxplace partition` run on a 300-node REGAL graph:
 exit code, seconds from the signal to the exit, out.json validity, tracebacks."""
-import json, os, signal, subprocess, sys, time
+import json
+import os
+import signal
+import subprocess
+import time
+
 os.chdir("/tmp/sig")
 env = dict(os.environ, JAXPLACE_CACHE_DIR="")
 for T in (0.5, 1, 2, 3, 5, 8, 15):

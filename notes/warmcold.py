@@ -1,7 +1,10 @@
-import sys, time, numpy as np
+import sys
+import time
+
 import jaxplace as jp
 from jaxplace.generators import regal_set
 from jaxplace.search import request
+
 request.SPEC_STEPS = int(sys.argv[1])
 graphs = list(regal_set(12, seed=77, n_range=(50, 200)))
 warm = 0.0; cold = 0.0

@@ -1,7 +1,11 @@
 """Windowed vs full-DP search fitness: cost and warm wall time, same seeds."""
-import time, numpy as np
+import time
+
+import numpy as np
+
 import jaxplace as jp
 from jaxplace.generators import regal_set
+
 graphs = list(regal_set(6, seed=123))
 for method, budget in (("brkga", 10000), ("default", None)):
     for windowed in (False, True):

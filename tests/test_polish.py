@@ -2,16 +2,15 @@
 
 import numpy as np
 import pytest
+from brute import brute_force_optimum
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from strategies import same_cost, tiny_hetero_problems, tiny_problems
 
 import jaxplace as jp
 from jaxplace.cost import evaluate_partition
 from jaxplace.reference import decode_reference
 from jaxplace.search.polish import mip_polish, partition_priorities, polish_applies
-
-from brute import brute_force_optimum
-from strategies import same_cost, tiny_hetero_problems, tiny_problems
 
 
 @settings(max_examples=40, deadline=None)

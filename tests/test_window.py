@@ -8,8 +8,13 @@ import numpy as np
 
 import jaxplace as jp
 from jaxplace.decoder.layout import Spec
-from jaxplace.decoder.window import (WINDOW_CLASS_MAX_FRACTION, WINDOW_SLACK, block_bounds,
-                                     class_window, search_window)
+from jaxplace.decoder.window import (
+    WINDOW_CLASS_MAX_FRACTION,
+    WINDOW_SLACK,
+    block_bounds,
+    class_window,
+    search_window,
+)
 from jaxplace.generators import regal_set
 from jaxplace.search.request import SearchRequest
 
