@@ -1,11 +1,13 @@
 """Policy transfer: a policy on the NeurIPS workloads and on 1000-node generated graphs.
 
 python notes/policy_transfer.py [METHODS] [OUT.json] [POLICY]   # METHODS comma-separated
-(POLICY: a policy directory; default: the shipped one)
+(POLICY: a policy directory; default: the shipped one; ONLY=regal in the environment
+keeps the problems whose name starts with it)
 """
 
 import glob
 import json
+import os
 import sys
 
 import numpy as np
@@ -30,6 +32,7 @@ for seed, fam in enumerate(["regal", "transformer"]):
 for f in sorted(glob.glob("../shared/data/dnn-partitioning/throughput/*/*.json")):
     p = jp.load_problem(f)
     probs.append((f.split("/")[-1].replace(".json", ""), p))
+probs = [(name, p) for name, p in probs if name.startswith(os.environ.get("ONLY", ""))]
 print("problem n k cpus " + " ".join(methods), flush=True)
 rows, log = [], []
 for name, p in probs:

@@ -4,8 +4,9 @@
    default budget exactly the paper's brkga-10000, sharing its compiled program),
    stopped early after BRKGA_PATIENCE evaluations without improvement. With k >= 8
    identical accelerators and no CPU blocks its first population and mutants are
-   drawn from the shipped policy (REGAL's coupling; 0.5-1.5% lower cost at k = 8, 16
-   on held-out REGAL-like graphs, no gain at k = 4: notes/policy_default.md).
+   drawn from the shipped policy (REGAL's coupling; with gnn-v2 1.8% and 1.0% lower
+   cost at k = 8 and 16 on held-out REGAL-like graphs, 0.4% at k = 4, inside the
+   noise: notes/policy_default.md).
 2. `ShiftSearch` from the best start among BRKGA's final population and the heuristic
    orders (DFS linearization, ASAP / ALAP layerings over placement units, free units
    placed next to their heaviest tensor partner, user seeds): batches of node shifts
