@@ -66,11 +66,6 @@ def chunk_size_for(spec: Spec, itemsize: int, budget: int = DEFAULT_MEMORY_BUDGE
     return max(c, multiple) // multiple * multiple
 
 
-def platform(devices: Sequence | None) -> str:
-    """The platform ("cpu", "gpu", "tpu") of `devices` (None: jax's default devices)."""
-    return (jax.devices() if devices is None else list(devices))[0].platform
-
-
 def make_mesh(devices: Sequence | None):
     """(Mesh over `devices` with axis "pop", or None for one device; device count)."""
     from jax.sharding import Mesh
@@ -100,7 +95,8 @@ def run_batched(run_chunk: Callable, Z: np.ndarray, *, spec: Spec, itemsize: int
     P = Z.shape[axis]
     groups = math.prod(Z.shape[:axis])
     mesh, ndev = make_mesh(batching.devices)
-    cache = CACHE_BYTES if platform(batching.devices) == "cpu" else None
+    first = (jax.devices() if batching.devices is None else batching.devices)[0]
+    cache = CACHE_BYTES if first.platform == "cpu" else None
     chunk = batching.chunk_size or chunk_size_for(
         spec, itemsize, batching.memory_budget // max(groups, 1), ndev, cache)
     chunk = -(-chunk // ndev) * ndev
@@ -124,4 +120,4 @@ def run_batched(run_chunk: Callable, Z: np.ndarray, *, spec: Spec, itemsize: int
 
 
 __all__ = ["Batching", "CACHE_BYTES", "DEFAULT_MEMORY_BUDGET", "bytes_per_candidate",
-           "chunk_size_for", "make_mesh", "platform", "pop_batches", "run_batched"]
+           "chunk_size_for", "make_mesh", "pop_batches", "run_batched"]

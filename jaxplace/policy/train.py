@@ -407,21 +407,22 @@ def make_train_chunk(graphdef, spec, optimizer, cfg: TrainConfig, length: int):
                 out = out + cfg.imitation * imitation_loss(m, s, target, mask)
             return out
 
-        if cfg.ppo_epochs:
+        def update(p, o, g):
+            u, o = optimizer.update(g, o, p)
+            return optax.apply_updates(p, u), o
+
+        # the first update reuses the sampling forward pass (with PPO it is the
+        # REINFORCE one); PPO's further epochs need a fresh forward each
+        (grads,) = vjp(jax.grad(loss, argnums=(0, 1, 2))(mean, log_std, raw))
+        params, opt_state = update(params, opt_state, grads)
+        if cfg.ppo_epochs > 1:
             def epoch(carry, _):
                 p, o = carry
-                g = jax.grad(lambda q: loss(*apply(q, inputs)))(p)
-                u, o = optimizer.update(g, o, p)
-                return (optax.apply_updates(p, u), o), optax.tree.norm(g)
+                return update(p, o, jax.grad(lambda q: loss(*apply(q, inputs)))(p)), None
 
-            (params, opt_state), norms = jax.lax.scan(epoch, (params, opt_state), None,
-                                                      length=cfg.ppo_epochs)
-            grad_norm = norms[0]
-        else:
-            (grads,) = vjp(jax.grad(loss, argnums=(0, 1, 2))(mean, log_std, raw))
-            updates, opt_state = optimizer.update(grads, opt_state, params)
-            params = optax.apply_updates(params, updates)
-            grad_norm = optax.tree.norm(grads)
+            (params, opt_state), _ = jax.lax.scan(epoch, (params, opt_state), None,
+                                                  length=cfg.ppo_epochs - 1)
+        grad_norm = optax.tree.norm(grads)
         metrics = {"reward": r.mean(), "best_reward": r.max(-1).mean(),
                    "entropy": jnp.mean(entropy(log_std, mask)),
                    "raw_rms": jnp.sqrt(jnp.sum(jnp.where(mask[..., None], raw * raw, 0.0))
