@@ -1,0 +1,58 @@
+"""Per-problem comparison of two methods across policy bench logs (stdout of
+`python -m jaxplace.bench.policy`), pooled over pairs of logs of the same problems.
+
+    python notes/bench_cmp.py A.log:METHOD B.log:METHOD [A2.log:METHOD B2.log:METHOD ...]
+
+prints, per k and over all, the geometric mean of cost(A) / cost(B) and the problems
+where A is better (wins) or worse (losses). Example (greedy against random-100 on
+the 84 mixed problems of notes/policy_greedy.md):
+
+    R=runs/bench; python notes/bench_cmp.py $R/v2_full_mixed.log:policy-greedy \
+        $R/v2_full_mixed.log:random-100 $R/v2_mixed36.log:policy-greedy \
+        $R/v2_mixed36.log:random-100 $R/v2_mixed36_s2.log:policy-greedy \
+        $R/v2_mixed36_s2.log:random-100
+"""
+
+import collections
+import re
+import sys
+
+import numpy as np
+
+
+def parse(path):
+    """[(k, {method: cost / L})] of a bench log."""
+    out = []
+    for line in open(path):
+        m = re.match(r"\[\d+/\d+\] n=(\d+) k=(\d+) .*?s: (.*)", line)
+        if m:
+            out.append((int(m[2]), {a: float(b) for a, b in re.findall(r"(\S+) ([\d.]+)", m[3])}))
+    return out
+
+
+def main(args):
+    if len(args) < 2 or len(args) % 2:
+        sys.exit(__doc__)
+    ratios = collections.defaultdict(list)
+    for a, b in zip(args[::2], args[1::2], strict=True):
+        (pa, ma), (pb, mb) = a.rsplit(":", 1), b.rsplit(":", 1)
+        rows_a, rows_b = parse(pa), parse(pb)
+        if len(rows_a) != len(rows_b):
+            sys.exit(f"{pa} and {pb} hold different problem counts")
+        for (k, ra), (k2, rb) in zip(rows_a, rows_b, strict=True):
+            if k != k2:
+                sys.exit(f"{pa} and {pb} are not the same problems (k {k} vs {k2})")
+            ratios[k].append(ra[ma] / rb[mb])
+
+    def line(label, v):
+        v = np.asarray(v)
+        print(f"{label}: {len(v)} problems, geomean {np.exp(np.log(v).mean()):.4f}, "
+              f"wins {(v < 1 - 1e-9).sum()}, losses {(v > 1 + 1e-9).sum()}")
+
+    for k in sorted(ratios):
+        line(f"k={k}", ratios[k])
+    line("all", np.concatenate([ratios[k] for k in ratios]))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
