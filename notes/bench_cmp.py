@@ -14,20 +14,13 @@ the 84 mixed problems of notes/policy_greedy.md):
 """
 
 import collections
-import re
+import os
 import sys
 
 import numpy as np
 
-
-def parse(path):
-    """[(k, {method: cost / L})] of a bench log."""
-    out = []
-    for line in open(path):
-        m = re.match(r"\[\d+/\d+\] n=(\d+) k=(\d+) .*?s: (.*)", line)
-        if m:
-            out.append((int(m[2]), {a: float(b) for a, b in re.findall(r"(\S+) ([\d.]+)", m[3])}))
-    return out
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from policy_pooled import parse  # noqa: E402  [(n, k, {method: cost / L})]
 
 
 def main(args):
@@ -39,9 +32,9 @@ def main(args):
         rows_a, rows_b = parse(pa), parse(pb)
         if len(rows_a) != len(rows_b):
             sys.exit(f"{pa} and {pb} hold different problem counts")
-        for (k, ra), (k2, rb) in zip(rows_a, rows_b, strict=True):
-            if k != k2:
-                sys.exit(f"{pa} and {pb} are not the same problems (k {k} vs {k2})")
+        for (n, k, ra), (n2, k2, rb) in zip(rows_a, rows_b, strict=True):
+            if (n, k) != (n2, k2):
+                sys.exit(f"{pa} and {pb} are not the same problems (n, k {n}, {k} vs {n2}, {k2})")
             ratios[k].append(ra[ma] / rb[mb])
 
     def line(label, v):

@@ -8,6 +8,7 @@ gnn-v2 logs of runs/bench. A problem "ties" when greedy, random-100, random-1000
 brkga-10000 and policy+brkga-10000 all give the same cost.
 """
 
+import os
 import sys
 
 import numpy as np
@@ -16,8 +17,8 @@ from jaxplace.bench.policy import held_out_problems
 from jaxplace.policy import load_policy
 from jaxplace.policy.inference import node_distribution
 
-sys.path.insert(0, "notes")
-from bench_cmp import parse  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from policy_pooled import parse  # noqa: E402
 
 SETS = ("12:0:runs/bench/v2_full_mixed.log", "36:1:runs/bench/v2_mixed36.log",
         "36:2:runs/bench/v2_mixed36_s2.log")
@@ -30,7 +31,7 @@ def main(args):
     rows = []
     for spec in sets:
         count, seed, log = spec.split(":", 2)
-        for p, (k, r) in zip(held_out_problems(int(count), int(seed)), parse(log), strict=True):
+        for p, (_, k, r) in zip(held_out_problems(int(count), int(seed)), parse(log), strict=True):
             std = float(np.exp(node_distribution(policy, p)["log_std"]).mean())
             rows.append((k, std, r["policy-greedy"] / r["random-100"],
                          len({r[m] for m in TIED}) == 1))
