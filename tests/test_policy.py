@@ -283,6 +283,36 @@ def test_training_scores_cpu_blocks_exactly():
             assert got[i, j] == pytest.approx(want, rel=2e-5), (i, j, p.cpus)
 
 
+def test_tie_probe_drops_problems_where_every_order_costs_the_same():
+    """A chain has one topological order, so every sample ties and gives no advantage;
+    the parallel-chain problems do not tie (their costs differ by the float64
+    reference too), and stay in the pool in order."""
+    from jaxplace.cost import simple_lower_bound
+    from jaxplace.policy.train import build_data, tied
+    from jaxplace.reference import decode_reference
+
+    n = 10
+    chain = jp.Problem(CompGraph(np.linspace(1, 2, n), [(i, i + 1) for i in range(n - 1)],
+                                 None, np.ones(n)), 3)
+    probs = [chain, *TINY_PROBLEMS[0][:3], chain]
+    for bad in (1, -1, 2.0, True):
+        with pytest.raises(JaxplaceError, match="tie_probe"):
+            TrainConfig.from_json({**TINY.to_json(), "tie_probe": bad})
+    cfg = TrainConfig.from_json({**TINY.to_json(), "tie_probe": 8})
+    spec, _, full, _, _ = build_data(dataclasses.replace(cfg, tie_probe=0),
+                                     (probs, TINY_PROBLEMS[1]))
+    key = jax.random.key(5)
+    assert tied(spec, full, 8, key, chunk=2).tolist() == [True, False, False, False, True]
+    z = jax.random.normal(jax.random.fold_in(key, 0), (2, 8, spec.width))
+    ref = {decode_reference(probs[1], np.asarray(jax.nn.sigmoid(z[1, j]))[:probs[1].n]).cost
+           for j in range(8)}
+    assert len(ref) > 1
+    _, _, pool, _, dropped = build_data(cfg, (probs, TINY_PROBLEMS[1]))
+    assert dropped == 2
+    np.testing.assert_allclose(np.asarray(pool["lb"]),
+                               [simple_lower_bound(p) for p in probs[1:4]], rtol=1e-6)
+
+
 @pytest.fixture(scope="module")
 def tiny_experts(tmp_path_factory):
     from jaxplace.policy.experts import search_solutions

@@ -102,6 +102,13 @@ class TrainConfig:
         ppo_clip: the clip range epsilon of the per-node ratio.
         init: optional policy directory whose weights start the run (fine-tuning; same
             model config); the optimizer starts fresh.
+        tie_probe: 0 keeps every pool problem; S > 0 scores S random orders (standard
+            normal latents, the untrained policy's distribution) per pool problem and
+            drops the problems where all S cost the same. Such problems (most DNN-like
+            graphs: chains where every order slices alike) give zero advantage at every
+            step, so only the output penalty acts on them and holds the policy at its
+            prior there; dropping them spends the batch on problems with a signal. A
+            problem whose S orders tie but some other order differs is dropped too.
         max_nodes, max_degree: the common padded shape (nodes, in/out degree); pool
             problems that do not fit are skipped (and counted in the log).
         checkpoint_every: steps between checkpoints (a multiple of chunk).
@@ -131,6 +138,7 @@ class TrainConfig:
     ppo_epochs: int = 0
     ppo_clip: float = 0.2
     init: str | None = None
+    tie_probe: int = 0
     max_nodes: int = 200
     max_degree: int = 24
     checkpoint_every: int = 250
@@ -167,6 +175,10 @@ class TrainConfig:
         if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 0:
             raise JaxplaceError(f"must be a non-negative integer, got {epochs!r}",
                                 field="ppo_epochs")
+        probe = d.get("tie_probe", 0)
+        if isinstance(probe, bool) or not isinstance(probe, int) or probe < 0 or probe == 1:
+            raise JaxplaceError(f"must be 0 or an integer >= 2, got {probe!r}",
+                                field="tie_probe")
         init = d.get("init")
         if init is not None and not isinstance(init, str):
             raise JaxplaceError(f"must be a policy directory, got {init!r}", field="init")
@@ -327,9 +339,30 @@ def device_pool(problems, spec, sizes: F.Sizes) -> dict:
             "lb": jnp.asarray(lb)}
 
 
+def tied(spec, pool: dict, samples: int, key, chunk: int = 256) -> np.ndarray:
+    """(pool,) bool: True where `samples` standard normal latents all give the same
+    cost (relative spread below 1e-6; infeasible candidates count as +inf)."""
+    from jaxplace.decoder import score_graphs
+
+    n = int(pool["lb"].shape[0])
+    scorer = jax.jit(lambda g, z: score_graphs(spec, g, z))
+    out = []
+    for i, lo in enumerate(range(0, n, chunk)):
+        idx = jnp.minimum(jnp.arange(lo, lo + chunk), n - 1)  # one shape: one compile
+        z = jax.random.normal(jax.random.fold_in(key, i), (chunk, samples, spec.width))
+        c = np.asarray(scorer(_take(pool["graphs"], idx), z), np.float64)[:n - lo]
+        fin = np.isfinite(c)
+        lo_c = np.where(fin, c, np.inf).min(-1)
+        hi_c = np.where(fin, c, -np.inf).max(-1)
+        same = fin.all(-1) & (hi_c - lo_c <= 1e-6 * np.abs(lo_c))
+        out.append(same | ~fin.any(-1))
+    return np.concatenate(out) if out else np.zeros(0, bool)
+
+
 def build_data(cfg: TrainConfig, problems=None):
-    """(spec, sizes, train pool, validation pool, skipped count). `problems`: an
-    optional (train, validation) pair of Problem lists replacing the generated ones."""
+    """(spec, sizes, train pool, validation pool, dropped count: pool problems that do
+    not fit plus, with `tie_probe`, those that tie). `problems`: an optional
+    (train, validation) pair of Problem lists replacing the generated ones."""
     if problems is None:
         train = problem_set(cfg.seed, cfg.pool, cfg.data, TRAIN_STREAM)
         val = problem_set(cfg.seed, cfg.validation, cfg.data, VALID_STREAM)
@@ -344,10 +377,15 @@ def build_data(cfg: TrainConfig, problems=None):
         sizes = sizes.merge(F.featurize(p).sizes)
     sizes = dataclasses.replace(sizes, N=spec.width)
     pool = device_pool(keep, spec, sizes)
+    if cfg.tie_probe:  # the validation set keeps its ties: it measures the task as given
+        sel = np.flatnonzero(~tied(spec, pool, cfg.tie_probe,
+                                   jax.random.fold_in(jax.random.key(cfg.seed), 0x7E5)))
+        pool = _take(pool, jnp.asarray(sel))
+        kept = [kept[i] for i in sel]
     if cfg.expert:  # host-side: train() takes it out before the compiled steps
         pool["expert"] = expert_memory(cfg.expert, train, kept, pool["lb"], spec.width,
                                        cfg.ratio_cap, cfg.expert_labels)
-    return spec, sizes, pool, device_pool(val, spec, sizes), len(train) - len(keep)
+    return spec, sizes, pool, device_pool(val, spec, sizes), len(train) - len(kept)
 
 
 # -- compiled step ------------------------------------------------------------------------
@@ -617,7 +655,8 @@ def train(config, out=None, *, export=None, progress: bool | None = None,
     validate = make_validate(graphdef, spec, cfg.val_samples)
     if not quiet:
         print(f"{cfg.name}: {int(train_pool['lb'].shape[0])} training problems "
-              f"({skipped} skipped), {int(val_pool['lb'].shape[0])} validation, {spec}, "
+              f"({skipped} skipped{' or tied' if cfg.tie_probe else ''}), "
+              f"{int(val_pool['lb'].shape[0])} validation, {spec}, "
               f"data {time.perf_counter() - t_data:.1f} s, from step {start}",
               file=sys.stderr)
     if start == 0:
