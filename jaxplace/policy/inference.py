@@ -1,6 +1,6 @@
 """Using a trained policy: load it, and turn a Problem into per-node distributions.
 
-    pol = load_policy()                       # the shipped default (policies/gnn-v2)
+    pol = load_policy()                       # the shipped default (policies/gnn-v3)
     dist = node_distribution(pol, problem)    # {"mean": (n,), "log_std": (n,)}
     X = sample_priorities(dist, key, 100)     # (100, n) in (0, 1), pure JAX
     x = greedy_priorities(dist)               # (n,) the mode
@@ -23,7 +23,7 @@ from jaxplace.policy.model import ModelConfig, pure_apply
 from jaxplace.problem import Problem
 
 #: The policy shipped in policies/ and used when no path is given.
-DEFAULT_POLICY = "gnn-v2"
+DEFAULT_POLICY = "gnn-v3"
 
 
 @dataclass(frozen=True, eq=False)
