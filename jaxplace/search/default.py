@@ -4,9 +4,10 @@
    default budget exactly the paper's brkga-10000, sharing its compiled program),
    stopped early after BRKGA_PATIENCE evaluations without improvement. With k >= 8
    identical accelerators and no CPU blocks its first population and mutants are
-   drawn from the shipped policy gnn-v2 (REGAL's coupling; 1.8% and 1.0% lower
+   drawn from the shipped policy (REGAL's coupling; with gnn-v2 1.8% and 1.0% lower
    cost at k = 8 and 16 on held-out REGAL-like graphs, 0.4% at k = 4, inside the
-   noise: notes/policy_default.md).
+   noise: notes/policy_default.md; with gnn-v3, the shipped one now, 1.6% and 1.4%
+   on the same graphs, 0.3% at k = 4, level with gnn-v2: notes/policy_ties.md).
 2. `ShiftSearch` from the best start among BRKGA's final population and the heuristic
    orders (DFS linearization, ASAP / ALAP layerings over placement units, free units
    placed next to their heaviest tensor partner, user seeds): batches of node shifts
@@ -74,10 +75,6 @@ SEED_BRKGA_MIN_NODES = 1000
 #: on); option `use_policy` forces it on or off. Measured in notes/policy_default.md.
 USE_POLICY = True
 POLICY_MIN_K = 8
-#: The shipped policy the default search couples with: gnn-v2, on which the rule above
-#: was measured; the default of `load_policy()` (gnn-v3, better at every budget of the
-#: policy bench) has not been measured inside the default search yet.
-SEARCH_POLICY = "gnn-v2"
 #: Local searches restarted after a stagnation stop, from the next best start (0: a
 #: restart never improved on REGAL graphs or bert_l-12 in our runs, and costs time).
 RESTARTS = 0
@@ -121,8 +118,7 @@ def default_search(req: SearchRequest):
             from jaxplace.search.policy import policy_evolve
 
             out1 = policy_evolve(req, budget=gens * P, population=P, seeds=seeds,
-                                 path=opt.get("policy") or _search_policy_path(),
-                                 patience=patience,
+                                 path=opt.get("policy"), patience=patience,
                                  phase="policy+brkga", pbar=pb)
         else:
             out1 = evolve(req, "BRKGA", budget=gens * P, population=P, options={},
@@ -181,12 +177,6 @@ def _polish(req: SearchRequest, best_x, best_f: float, info: dict):
     if got < best_f:
         return x, got
     return best_x, best_f
-
-
-def _search_policy_path() -> str:
-    from jaxplace.policy.inference import default_policy_path
-
-    return str(default_policy_path(SEARCH_POLICY))
 
 
 def _policy_helps(problem: Problem) -> bool:
