@@ -3,8 +3,9 @@
 
     python notes/bench_cmp.py A.log:METHOD B.log:METHOD [A2.log:METHOD B2.log:METHOD ...]
 
-prints, per k and over all, the geometric mean of cost(A) / cost(B) and the problems
-where A is better (wins) or worse (losses). Example (greedy against random-100 on
+prints, per k and over all, the geometric mean of cost(A) / cost(B), its 95% bootstrap
+interval (10,000 resamples of the problems, seeded) and the problems where A is better
+(wins) or worse (losses). Example (greedy against random-100 on
 the 84 mixed problems of notes/policy_greedy.md):
 
     R=runs/bench; python notes/bench_cmp.py $R/v2_full_mixed.log:policy-greedy \
@@ -39,8 +40,12 @@ def main(args):
 
     def line(label, v):
         v = np.asarray(v)
-        print(f"{label}: {len(v)} problems, geomean {np.exp(np.log(v).mean()):.4f}, "
-              f"wins {(v < 1 - 1e-9).sum()}, losses {(v > 1 + 1e-9).sum()}")
+        logs = np.log(v)
+        idx = np.random.default_rng(0).integers(len(v), size=(10_000, len(v)))
+        lo, hi = np.exp(np.quantile(logs[idx].mean(axis=1), [0.025, 0.975]))
+        print(f"{label}: {len(v)} problems, geomean {np.exp(logs.mean()):.4f} "
+              f"[{lo:.4f}, {hi:.4f}], wins {(v < 1 - 1e-9).sum()}, "
+              f"losses {(v > 1 + 1e-9).sum()}")
 
     for k in sorted(ratios):
         line(f"k={k}", ratios[k])

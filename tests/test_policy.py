@@ -604,3 +604,22 @@ def test_tiny_ppo_training_improves_reward(tmp_path):
 def test_bad_ppo_epochs_name_the_field(tmp_path, value, capsys):
     err = _train_cli_error(tmp_path, dict(TINY.to_json(), ppo_epochs=value), capsys)
     assert "recipe.json" in err and "ppo_epochs" in err, err
+
+
+def test_every_training_recipe_loads_and_its_init_policy_ships():
+    # a recipe in training/ is documentation users run: an option renamed in
+    # TrainConfig, or an `init` naming a policy folder that is not shipped, would
+    # only show after minutes of data building
+    from pathlib import Path
+
+    from jaxplace.policy.train import load_config
+
+    root = Path(__file__).resolve().parents[1]
+    recipes = sorted((root / "training").glob("*.json"))
+    assert len(recipes) >= 10
+    for path in recipes:
+        cfg = load_config(path)
+        if cfg.init is not None:
+            assert (root / cfg.init / "params.msgpack").is_file(), (path.name, cfg.init)
+    for name in ("policy_v2_ft_ties.json", "policy_v3_ft.json"):
+        assert load_config(root / "training" / name).init is not None
