@@ -14,7 +14,7 @@ from jaxplace.bench.policy import held_out_problems
 from jaxplace.cost import simple_lower_bound
 from jaxplace.policy.features import _structure
 from jaxplace.reference import decode_reference
-from jaxplace.search.baselines import dfs_order
+from jaxplace.search.baselines import dfs_order, order_to_priorities
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from policy_greedy_std import SETS, TIED  # noqa: E402
@@ -22,9 +22,7 @@ from policy_pooled import parse  # noqa: E402
 
 
 def _order_cost(p, order):
-    x = np.empty(p.n)
-    x[order] = -np.arange(p.n, dtype=np.float64)  # first in the order: highest priority
-    return decode_reference(p, x).cost / simple_lower_bound(p)
+    return decode_reference(p, order_to_priorities(order)).cost / simple_lower_bound(p)
 
 
 def main():
