@@ -21,6 +21,7 @@ from jaxplace.generators import (
     regal,
     regal_set,
     resnet,
+    training_graph,
     transformer,
     unet,
 )
@@ -333,3 +334,58 @@ def test_cli_generate_bad_input_exits_2(tmp_path, capsys, argv):
     err = capsys.readouterr().err.strip()
     assert err.startswith("jaxplace: error:") and "\n" not in err
     assert not out.exists()
+
+
+def test_training_graph_mirrors_the_forward_graph():
+    """2n nodes: the forward graph, the reverse of each of its edges between backward
+    nodes, activation edges for the stashed share; each backward op colocated with its
+    forward op, so the units are the forward nodes (no merges) and the unit DAG is the
+    forward graph; the float64 reference gives every node's device its class's."""
+    import jaxplace as jp
+    from jaxplace.reference import decode_reference
+
+    g = resnet(seed=3, stages=(1, 1, 1, 1))
+    n, fwd = g.num_nodes, {tuple(e) for e in g.edges.tolist()}
+    for stash in (0.0, 1.0):
+        t = training_graph(g, 7, stash=stash)
+        assert t.num_nodes == 2 * n
+        bwd = t.node_attrs["is_backward"]
+        assert not bwd[:n].any() and bwd[n:].all()
+        np.testing.assert_array_equal(t.node_attrs["color_class"][n:],
+                                      t.node_attrs["color_class"][:n])
+        edges = {tuple(e) for e in t.edges.tolist()}
+        assert {e for e in edges if max(e) < n} == fwd
+        assert {(v - n, u - n) for u, v in edges if min(u, v) >= n} == fwd
+        stashed = {(u, v - n) for u, v in edges if u < n <= v}
+        assert stashed == (fwd if stash else set())
+        assert t.units.num_units == n
+        np.testing.assert_array_equal(t.units.unit_of[n:], t.units.unit_of[:n])
+        assert np.all(t.work[n:] >= 1.5 * g.work - 1e-9)
+        assert np.all(t.work[n:] <= 2.5 * g.work + 1e-9)
+        np.testing.assert_array_equal(t.size_param[n:], g.size_param)
+    a = decode_reference(jp.Problem(t, 4), np.linspace(0, 1, 2 * n)).assignment
+    np.testing.assert_array_equal(a[n:], a[:n])
+    assert training_graph(g, 7, stash=0.5, merge=0.5) == training_graph(
+        g, 7, stash=0.5, merge=0.5)
+
+
+def test_training_graph_merges_chains_into_classes():
+    g = transformer(seed=0, layers=2)
+    t = training_graph(g, 1, merge=1.0)
+    cls = t.node_attrs["color_class"][:g.num_nodes]
+    assert len(set(cls.tolist())) < g.num_nodes
+    for v in range(g.num_nodes):  # a node joins only its one predecessor, its one user
+        if cls[v] != v:
+            (u,) = g.predecessors(v)
+            assert cls[u] == cls[v] and g.successors(u).tolist() == [v]
+
+
+@pytest.mark.parametrize("kw,field", [({"stash": 1.5}, "stash"), ({"merge": -0.1}, "merge"),
+                                      ({"backward_work": (2.0, 1.0)}, "backward_work"),
+                                      ({"seed": -1}, "seed")])
+def test_training_graph_bad_options_name_the_field(kw, field):
+    with pytest.raises(JaxplaceError) as e:
+        training_graph(regal(0, n=20), **kw)
+    assert e.value.field == field
+    with pytest.raises(JaxplaceError, match="backward"):
+        training_graph(training_graph(regal(0, n=20)))

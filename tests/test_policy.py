@@ -285,6 +285,39 @@ def test_training_scores_cpu_blocks_exactly():
             assert got[i, j] == pytest.approx(want, rel=2e-5), (i, j, p.cpus)
 
 
+def test_training_scores_colocation_classes_exactly():
+    """With training graphs in the data (forward plus backward nodes in colocation
+    classes) the training Spec gets placement units: node latents become unit
+    priorities inside the decoder, and every sample's cost is the float64 reference
+    cost, for the training graphs and for the plain problems beside them."""
+    from jaxplace.decoder import score_graphs
+    from jaxplace.policy.data import DataConfig, problem_set
+    from jaxplace.reference import decode_reference
+
+    data = DataConfig(n_range=(20, 60), k_range=(2, 4), cpu_fraction=0.3,
+                      colocation_fraction=0.6)
+    cfg = dataclasses.replace(TINY, max_nodes=64, max_degree=24, data=data, pool=8,
+                              validation=2)
+    probs = problem_set(3, 8, data)
+    coloc = [not p.graph.units.trivial for p in probs]
+    assert 0 < sum(coloc) < len(probs)
+    assert all(p.n <= 60 for p in probs)
+    spec, _, pool, _, skipped = build_data(cfg, (probs, probs[:2]))
+    assert skipped == 0 and spec.NX == spec.N == 64
+    z = jax.random.normal(jax.random.key(0), (len(probs), 3, spec.width))
+    got = np.asarray(score_graphs(spec, pool["graphs"], z))
+    for i, p in enumerate(probs):
+        for j in range(3):
+            x = np.asarray(jax.nn.sigmoid(z[i, j]))[:p.n]
+            assert got[i, j] == pytest.approx(decode_reference(p, x).cost, rel=2e-5)
+    plain = dataclasses.replace(data, colocation_fraction=0.0)
+    assert all(p.graph.units.trivial for p in problem_set(3, 8, plain))
+    for bad in (1.5, -0.1, True, "x"):
+        with pytest.raises(JaxplaceError, match="colocation_fraction"):
+            TrainConfig.from_json({**TINY.to_json(),
+                                   "data": {**data.to_json(), "colocation_fraction": bad}})
+
+
 def test_tie_probe_drops_problems_where_every_order_costs_the_same():
     """A chain has one topological order, so every sample ties and gives no advantage;
     the parallel-chain problems do not tie (their costs differ by the float64

@@ -40,16 +40,18 @@ BENCH_KS = (4, 8, 16)
 
 def held_out_problems(count: int = 12, seed: int = 0, ks=BENCH_KS,
                       n_range=(50, 300), regal_fraction: float = 0.5,
-                      cpu_fraction: float = 0.0) -> list:
+                      cpu_fraction: float = 0.0, colocation_fraction: float = 0.0) -> list:
     """`count` plain problems (no memory, capacity or bandwidth change), k cycling
     through `ks`, from seed stream BENCH_STREAM of `jaxplace.policy.data`;
     `regal_fraction` 1.0 gives REGAL-like graphs only; `cpu_fraction` > 0 gives that
-    share a CPU block (the graphs and k stay those of the plain set)."""
+    share a CPU block (the graphs and k stay those of the plain set);
+    `colocation_fraction` > 0 makes that share training graphs (forward plus backward
+    nodes in colocation classes; a different set of graphs from the plain one)."""
     from jaxplace.policy.data import DataConfig, problem_set
 
     cfg = DataConfig(n_range=tuple(n_range), memory_fraction=0.0, capacity_fraction=0.0,
                      bandwidth_fraction=0.0, regal_fraction=regal_fraction,
-                     cpu_fraction=cpu_fraction)
+                     cpu_fraction=cpu_fraction, colocation_fraction=colocation_fraction)
     probs = problem_set(seed, count, cfg, BENCH_STREAM)
     return [p.replace(k=int(ks[i % len(ks)])) for i, p in enumerate(probs)]
 
@@ -140,6 +142,8 @@ def add_arguments(p) -> None:
                    help="mixed: half REGAL-like, half DNN-like graphs; regal: REGAL only")
     p.add_argument("--cpu-fraction", type=float, default=0.0,
                    help="share of the problems with one CPU block (same graphs)")
+    p.add_argument("--colocation-fraction", type=float, default=0.0,
+                   help="share of training graphs (forward + backward, colocated)")
     p.add_argument("--methods", default=",".join(DEFAULT_METHODS),
                    help="comma-separated methods")
     p.add_argument("--markdown", default=None, help="also write the table to this file")
@@ -152,7 +156,8 @@ def run(args) -> int:
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
     problems = held_out_problems(args.count, args.seed,
                                  regal_fraction=1.0 if args.family == "regal" else 0.5,
-                                 cpu_fraction=args.cpu_fraction)
+                                 cpu_fraction=args.cpu_fraction,
+                                 colocation_fraction=args.colocation_fraction)
     rows = run_policy_bench(problems, args.policy, methods, seed=args.seed)
     text = summarize(rows, methods)
     if args.markdown:

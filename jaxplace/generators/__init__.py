@@ -17,6 +17,7 @@ from typing import Any
 from jaxplace.errors import JaxplaceError
 from jaxplace.generators.dnn import inception, resnet, transformer, unet
 from jaxplace.generators.regal import MODELS, derive_seed, regal, regal_set
+from jaxplace.generators.training import training_graph
 from jaxplace.graph import CompGraph
 
 GENERATORS = {
@@ -80,6 +81,7 @@ __all__ = [
     "regal",
     "regal_set",
     "resnet",
+    "training_graph",
     "transformer",
     "unet",
 ]

@@ -7,7 +7,10 @@ log-uniform over [1/4, 4] so the communication / compute ratio varies), and, whe
 graph has parameters, sometimes a hard capacity or (REGAL-like graphs only) a memory
 budget with overflow, and (with `cpu_fraction`) one CPU block as in the NeurIPS 2020
 workloads: every node gets a `cpu_latency` of its work times a factor (those files use
-10 and 23; here log-uniform in `cpu_factor`). The
+10 and 23; here log-uniform in `cpu_factor`), and (with `colocation_fraction`) a
+training graph: the forward graph plus its backward pass, each backward op colocated
+with its forward op (`jaxplace.generators.training_graph`, the shape of the NeurIPS
+training workloads; n_range then bounds all 2n nodes). The
 training pool and the validation set come from disjoint seed streams
 (`numpy.random.SeedSequence([seed, stream])`), so validation graphs are never trained
 on.
@@ -20,7 +23,8 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from jaxplace.generators import inception, regal, resnet, transformer, unet
+from jaxplace.errors import JaxplaceError
+from jaxplace.generators import inception, regal, resnet, training_graph, transformer, unet
 from jaxplace.problem import Problem
 
 TRAIN_STREAM, VALID_STREAM = 0, 1
@@ -39,6 +43,8 @@ class DataConfig:
         bandwidth_fraction: probability of a bandwidth other than 1.
         cpu_fraction: probability of one CPU block next to the k accelerators.
         cpu_factor: range of cpu_latency / work (log-uniform).
+        colocation_fraction: probability of a training graph (forward plus backward
+            nodes in colocation classes) instead of a plain one.
     """
 
     n_range: tuple[int, int] = (30, 200)
@@ -49,6 +55,7 @@ class DataConfig:
     bandwidth_fraction: float = 0.3
     cpu_fraction: float = 0.0
     cpu_factor: tuple[float, float] = (5.0, 30.0)
+    colocation_fraction: float = 0.0
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -59,6 +66,10 @@ class DataConfig:
         for key in ("n_range", "k_range", "cpu_factor"):
             if key in d:
                 d[key] = tuple(d[key])
+        f = d.get("colocation_fraction", 0.0)
+        if isinstance(f, bool) or not isinstance(f, (int, float)) or not 0.0 <= f <= 1.0:
+            raise JaxplaceError(f"must be a number in [0, 1], got {f!r}",
+                                field="data.colocation_fraction")
         return cls(**d)
 
 
@@ -88,6 +99,10 @@ def _dnn(rng: np.random.Generator, lo: int, hi: int):
 def sample_problem(rng: np.random.Generator, cfg: DataConfig) -> Problem:
     """One random problem of the distribution `cfg`."""
     lo, hi = cfg.n_range
+    # drawn first and only when asked for, so recipes without it keep their data
+    backward = cfg.colocation_fraction > 0 and rng.random() < cfg.colocation_fraction
+    if backward:  # 2n nodes in all, n units
+        lo, hi = max(lo // 2, 2), max(hi // 2, 2)
     g = None
     if rng.random() < cfg.regal_fraction:
         pm = 50.0 if rng.random() < 0.5 else 0.0
@@ -97,6 +112,10 @@ def sample_problem(rng: np.random.Generator, cfg: DataConfig) -> Problem:
         g = _dnn(rng, lo, hi)
     k = int(rng.integers(cfg.k_range[0], cfg.k_range[1] + 1))
     k = max(1, min(k, g.num_nodes // 2))
+    if backward:
+        stash = float(rng.choice([0.0, 0.75, 1.0]))
+        g = training_graph(g, int(rng.integers(2**31)), stash=stash,
+                           merge=float(rng.uniform(0.0, 0.5)))
     B = float(np.exp(rng.uniform(np.log(0.25), np.log(4.0)))) \
         if rng.random() < cfg.bandwidth_fraction else 1.0
     total = float(g.size_param.sum())

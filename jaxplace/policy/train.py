@@ -307,24 +307,39 @@ def surrogate(mean, log_std, z, adv, mask):
 
 
 def fits(problem, max_nodes: int, max_degree: int) -> bool:
+    """Whether `problem` fits the training decoder: at most `max_nodes` nodes, degrees
+    (of the unit DAG and its event slots, with colocation classes) at most
+    `max_degree`, at most one CPU block, every node supported on accelerators."""
+    from jaxplace.decoder.layout import graph_structure
+
     g = problem.graph
-    return (g.num_nodes <= max_nodes and int(np.diff(g.pred_ptr).max(initial=0)) <= max_degree
-            and int(np.diff(g.succ_ptr).max(initial=0)) <= max_degree and g.units.trivial
-            and problem.cpus <= 1 and bool(problem.supported.all()))
+    if g.num_nodes > max_nodes or problem.cpus > 1 or not bool(problem.supported.all()):
+        return False
+    if g.units.trivial:
+        return (int(np.diff(g.pred_ptr).max(initial=0)) <= max_degree
+                and int(np.diff(g.succ_ptr).max(initial=0)) <= max_degree)
+    st = graph_structure(g)
+    return (int(np.diff(st["slot_ptr"]).max(initial=0)) <= max_degree
+            and int(np.diff(st["succ_ptr"]).max(initial=0)) <= max_degree)
 
 
 def training_spec(cfg: TrainConfig, problems):
     """The one decoder Spec every batch of this run uses (so the step compiles once):
     nodes and tensors up to `max_nodes`, degrees up to `max_degree`, k up to the top
     of `k_range`, parameter terms on, one CPU block when some problem has one (the
-    others ask for none at run time), no placement units."""
+    others ask for none at run time), and placement units (colocation classes) when
+    some problem has them: then the policy's node latents become unit priorities
+    inside the decoder (`unit_priorities`, the max over each unit's members), as in
+    the search methods, and plain problems are units of one node."""
     from jaxplace.decoder import Spec
 
     N = F.bucket(cfg.max_nodes, minimum=8)
     T = max(N, F.bucket(max(p.graph.num_tensors for p in problems), minimum=8))
     K = max([cfg.data.k_range[1], *(p.k for p in problems)])
     C = 1 if any(p.cpus for p in problems) else 0
-    return Spec(N=N, T=T, D=cfg.max_degree, S=cfg.max_degree, K=K, use_param=True, C=C)
+    NX = 0 if all(p.graph.units.trivial for p in problems) else N
+    return Spec(N=N, T=T, D=cfg.max_degree, S=cfg.max_degree, K=K, use_param=True, C=C,
+                NX=NX)
 
 
 def device_pool(problems, spec, sizes: F.Sizes) -> dict:
