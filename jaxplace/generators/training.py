@@ -63,7 +63,7 @@ def training_graph(graph: CompGraph, seed: int = 0, *, stash: float = 0.75,
     joins = rng.random(n) < merge
 
     cls = np.arange(n)
-    indeg, outdeg = np.bincount(e[:, 1], minlength=n), np.bincount(e[:, 0], minlength=n)
+    indeg, outdeg = np.diff(graph.pred_ptr), np.diff(graph.succ_ptr)
     for v in graph.topo_order:
         if joins[v] and indeg[v] == 1:
             (u,) = graph.predecessors(v)

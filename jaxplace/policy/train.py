@@ -307,17 +307,15 @@ def surrogate(mean, log_std, z, adv, mask):
 
 
 def fits(problem, max_nodes: int, max_degree: int) -> bool:
-    """Whether `problem` fits the training decoder: at most `max_nodes` nodes, degrees
-    (of the unit DAG and its event slots, with colocation classes) at most
-    `max_degree`, at most one CPU block, every node supported on accelerators."""
+    """Whether `problem` fits the training decoder: at most `max_nodes` nodes, the
+    decoder's padded degrees (event slots and successors per unit, as `problem_spec`
+    measures them; for plain graphs the in- and out-degrees) at most `max_degree`, at
+    most one CPU block, every node supported on accelerators."""
     from jaxplace.decoder.layout import graph_structure
 
     g = problem.graph
     if g.num_nodes > max_nodes or problem.cpus > 1 or not bool(problem.supported.all()):
         return False
-    if g.units.trivial:
-        return (int(np.diff(g.pred_ptr).max(initial=0)) <= max_degree
-                and int(np.diff(g.succ_ptr).max(initial=0)) <= max_degree)
     st = graph_structure(g)
     return (int(np.diff(st["slot_ptr"]).max(initial=0)) <= max_degree
             and int(np.diff(st["succ_ptr"]).max(initial=0)) <= max_degree)
