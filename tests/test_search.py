@@ -508,6 +508,35 @@ def test_default_search_coupled_with_the_policy():
     assert r.cost <= one.cost * (1 + RTOL)
 
 
+def test_shipped_policy_is_chosen_by_the_problem():
+    # graphs with colocation classes get the training-graph policy, every other
+    # graph gnn-v3; the search methods follow the same choice
+    from jaxplace.generators import training_graph
+    from jaxplace.policy import (
+        COLOCATION_POLICY,
+        DEFAULT_POLICY,
+        default_policy_name,
+        default_policy_path,
+        load_policy,
+    )
+
+    plain = jp.Problem(small_graph(1), 3)
+    coloc = jp.Problem(training_graph(small_graph(1), seed=0), 3)
+    assert coloc.graph.units.num_units < coloc.n and plain.graph.units.trivial
+    assert default_policy_name(plain) == default_policy_name() == DEFAULT_POLICY
+    assert default_policy_name(coloc) == COLOCATION_POLICY != DEFAULT_POLICY
+    assert load_policy(problem=coloc).path == str(default_policy_path(COLOCATION_POLICY))
+    for p, name in ((plain, DEFAULT_POLICY), (coloc, COLOCATION_POLICY)):
+        routed = search(p, "policy", budget=1, seed=0, progress=False)
+        named = search(p, "policy", budget=1, seed=0, progress=False,
+                       policy=str(default_policy_path(name)))
+        assert np.array_equal(routed.priorities, named.priorities)
+    # the two policies give different modes on the training graph
+    other = search(coloc, "policy", budget=1, seed=0, progress=False,
+                   policy=str(default_policy_path(DEFAULT_POLICY)))
+    assert not np.array_equal(routed.priorities, other.priorities)
+
+
 def test_policy_method_reports_a_bad_checkpoint(tmp_path):
     p = jp.Problem(small_graph(1), 3)
     with pytest.raises(jp.JaxplaceError, match="missing|not found|no such"):

@@ -116,8 +116,9 @@ def run_policy_bench(problems, policy=None, methods=DEFAULT_METHODS, *, seed: in
     import jaxplace as jp
     from jaxplace.policy import load_policy
 
-    if policy is None or isinstance(policy, str):
-        policy = load_policy(policy)
+    if isinstance(policy, str):
+        policy = load_policy(policy)  # a bad path fails here, before any search
+    # policy None: every method takes the shipped policy for its problem
     rows = []
     t_all = time.perf_counter()
     for i, p in enumerate(problems):
@@ -135,7 +136,8 @@ def run_policy_bench(problems, policy=None, methods=DEFAULT_METHODS, *, seed: in
 
 
 def add_arguments(p) -> None:
-    p.add_argument("--policy", default=None, help="policy directory (default: shipped)")
+    p.add_argument("--policy", default=None,
+                   help="policy directory (default: the shipped one for each problem)")
     p.add_argument("--count", type=int, default=12, help="number of held-out problems")
     p.add_argument("--seed", type=int, default=0, help="seed of the problems and searches")
     p.add_argument("--family", choices=("mixed", "regal"), default="mixed",

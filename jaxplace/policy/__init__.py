@@ -7,15 +7,17 @@ and `distribution` for the distribution;
 `jaxplace.policy.train.train(config)` trains one from a recipe.
 
     from jaxplace.policy import load_policy, node_distribution, sample_priorities
-    pol = load_policy()
+    pol = load_policy(problem=problem)  # gnn-v3, or gnn-v3-train on colocated graphs
     dist = node_distribution(pol, problem)
     X = sample_priorities(dist, jax.random.key(0), 100)  # (100, n), pure JAX
 """
 
 from jaxplace.policy.distribution import greedy_priorities, sample_priorities
 from jaxplace.policy.inference import (
+    COLOCATION_POLICY,
     DEFAULT_POLICY,
     Policy,
+    default_policy_name,
     default_policy_path,
     load_policy,
     node_distribution,
@@ -24,10 +26,12 @@ from jaxplace.policy.inference import (
 from jaxplace.policy.model import ModelConfig, PolicyModel
 
 __all__ = [
+    "COLOCATION_POLICY",
     "DEFAULT_POLICY",
     "ModelConfig",
     "Policy",
     "PolicyModel",
+    "default_policy_name",
     "default_policy_path",
     "greedy_priorities",
     "load_policy",

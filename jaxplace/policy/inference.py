@@ -1,6 +1,7 @@
 """Using a trained policy: load it, and turn a Problem into per-node distributions.
 
     pol = load_policy()                       # the shipped default (policies/gnn-v3)
+    pol = load_policy(problem=problem)        # the shipped policy for this problem
     dist = node_distribution(pol, problem)    # {"mean": (n,), "log_std": (n,)}
     X = sample_priorities(dist, key, 100)     # (100, n) in (0, 1), pure JAX
     x = greedy_priorities(dist)               # (n,) the mode
@@ -24,6 +25,11 @@ from jaxplace.problem import Problem
 
 #: The policy shipped in policies/ and used when no path is given.
 DEFAULT_POLICY = "gnn-v3"
+#: The shipped policy for problems with colocation classes (training graphs, whose
+#: forward and backward ops share a device): gnn-v3 fine-tuned on such graphs only,
+#: better than gnn-v3 there and never used on plain graphs, where it was not measured
+#: to help (notes/policy_train_graphs.md).
+COLOCATION_POLICY = "gnn-v3-train"
 
 
 @dataclass(frozen=True, eq=False)
@@ -55,10 +61,19 @@ def default_policy_path(name: str = DEFAULT_POLICY) -> Path:
     return Path(__file__).resolve().parents[2] / "policies" / name
 
 
-def load_policy(path: str | None = None) -> Policy:
-    """Load a policy directory (None: the shipped default). Raises `JaxplaceError`
+def default_policy_name(problem: Problem | None = None) -> str:
+    """The shipped policy for `problem`: COLOCATION_POLICY when its graph has
+    colocation classes (non-trivial placement units), else DEFAULT_POLICY."""
+    if problem is not None and not problem.graph.units.trivial:
+        return COLOCATION_POLICY
+    return DEFAULT_POLICY
+
+
+def load_policy(path: str | None = None, problem: Problem | None = None) -> Policy:
+    """Load a policy directory; None: the shipped policy for `problem`
+    (`default_policy_name`), DEFAULT_POLICY without one. Raises `JaxplaceError`
     naming the file when it is missing, truncated or of another architecture."""
-    p = default_policy_path() if path is None else Path(path)
+    p = default_policy_path(default_policy_name(problem)) if path is None else Path(path)
     cfg, params, meta = ck.read_policy(p)
     graphdef, _ = ck.model_template(cfg)
     return Policy(cfg, params, graphdef, meta, str(p))

@@ -6,10 +6,11 @@
   mutants are drawn from the policy instead of uniformly (REGAL's coupling, Paliwal
   et al., ICLR 2020). `budget` counts decoder evaluations in both.
 
-The policy is the shipped default unless `policy=PATH` is given (an option of
-`jp.search`, `--policy` on the command line). Its per-node distribution is computed
-once on the host, padded to the decoder's width and passed in `SearchData.dist`, so
-the compiled programs sample from it on device.
+The policy is the shipped one for the problem (`jaxplace.policy.default_policy_name`:
+gnn-v3, or gnn-v3-train on graphs with colocation classes) unless `policy=PATH` is
+given (an option of `jp.search`, `--policy` on the command line). Its per-node
+distribution is computed once on the host, padded to the decoder's width and passed in
+`SearchData.dist`, so the compiled programs sample from it on device.
 """
 
 from __future__ import annotations
@@ -82,7 +83,7 @@ def padded_distribution(req: SearchRequest, path: str | None) -> dict:
     """The policy's per-node distribution for req.problem, padded to the width."""
     from jaxplace.policy import load_policy, node_distribution
 
-    dist = node_distribution(load_policy(path), req.problem)
+    dist = node_distribution(load_policy(path, problem=req.problem), req.problem)
     width, n = req.spec.width, req.problem.n
     out = {}
     for name, a in dist.items():
