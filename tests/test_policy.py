@@ -524,6 +524,16 @@ def test_bench_cpu_variant_keeps_the_plain_problems():
         np.testing.assert_array_equal(a.graph.edges, b.graph.edges)
 
 
+@pytest.mark.parametrize("only, msg", [("5", "no problem of the set has k"),
+                                       ("x", "expected integers")])
+def test_bench_only_k_bad_value_is_one_line(only, msg, capsys):
+    from jaxplace.cli.main import main
+
+    assert main(["bench", "policy", "--count", "3", "--only-k", only]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "--only-k" in err and msg in err, err
+
+
 def test_experts_merge_of_a_missing_part_is_one_line(tmp_path, capsys):
     from jaxplace.policy.experts import main
 

@@ -28,6 +28,8 @@ import time
 
 import numpy as np
 
+from jaxplace.errors import JaxplaceError
+
 HELP = "learned policy vs random / BRKGA / default on held-out generated graphs"
 
 DEFAULT_METHODS = ("policy-greedy", "policy-best100", "random-100", "random-1000",
@@ -107,9 +109,11 @@ def summarize(rows: list[dict], methods) -> str:
 
 
 def run_policy_bench(problems, policy=None, methods=DEFAULT_METHODS, *, seed: int = 0,
-                     file=sys.stdout, verbose: bool = True) -> list[dict]:
+                     file=sys.stdout, verbose: bool = True, indices=None) -> list[dict]:
     """Run every method on every problem; print the summary table to `file`.
 
+    `indices` (default 0, 1, ...): each problem's index in its held-out set, which
+    seeds its searches (`seed + index`), so a subset gets the full set's seeds.
     Returns one row per (problem, method): {"index", "n", "k", "method", "cost",
     "ratio" (cost / simple lower bound), "evaluations", "wall"}.
     """
@@ -121,11 +125,12 @@ def run_policy_bench(problems, policy=None, methods=DEFAULT_METHODS, *, seed: in
     # policy None: every method takes the shipped policy for its problem
     rows = []
     t_all = time.perf_counter()
-    for i, p in enumerate(problems):
+    indices = range(len(problems)) if indices is None else list(indices)
+    for i, (index, p) in enumerate(zip(indices, problems, strict=True)):
         lb = jp.simple_lower_bound(p)
         for m in methods:
-            cost, evals, wall = run_method(p, m, policy, seed + i)
-            rows.append({"index": i, "n": p.n, "k": p.k, "method": m, "cost": cost,
+            cost, evals, wall = run_method(p, m, policy, seed + index)
+            rows.append({"index": index, "n": p.n, "k": p.k, "method": m, "cost": cost,
                          "ratio": cost / lb, "evaluations": evals, "wall": wall})
         if verbose:
             got = "  ".join(f"{r['method']} {r['ratio']:.4f}" for r in rows[-len(methods):])
@@ -146,6 +151,9 @@ def add_arguments(p) -> None:
                    help="share of the problems with one CPU block (same graphs)")
     p.add_argument("--colocation-fraction", type=float, default=0.0,
                    help="share of training graphs (forward + backward, colocated)")
+    p.add_argument("--only-k", default=None, metavar="K[,K]",
+                   help="run only the problems with these k (same problems and seeds "
+                   "as in the full set)")
     p.add_argument("--methods", default=",".join(DEFAULT_METHODS),
                    help="comma-separated methods")
     p.add_argument("--markdown", default=None, help="also write the table to this file")
@@ -160,7 +168,20 @@ def run(args) -> int:
                                  regal_fraction=1.0 if args.family == "regal" else 0.5,
                                  cpu_fraction=args.cpu_fraction,
                                  colocation_fraction=args.colocation_fraction)
-    rows = run_policy_bench(problems, args.policy, methods, seed=args.seed)
+    indices = list(range(len(problems)))
+    if args.only_k:
+        try:
+            keep = {int(k) for k in args.only_k.split(",")}
+        except ValueError:
+            raise JaxplaceError(f"expected integers, got {args.only_k!r}",
+                                field="--only-k") from None
+        indices = [i for i, p in enumerate(problems) if p.k in keep]
+        if not indices:
+            raise JaxplaceError(f"no problem of the set has k in {sorted(keep)} "
+                                f"(k cycles through {list(BENCH_KS)})", field="--only-k")
+        problems = [problems[i] for i in indices]
+    rows = run_policy_bench(problems, args.policy, methods, seed=args.seed,
+                            indices=indices)
     text = summarize(rows, methods)
     if args.markdown:
         with open(args.markdown, "w") as f:
@@ -178,4 +199,8 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(prog="python -m jaxplace.bench.policy",
                                      description=HELP)
     add_arguments(parser)
-    raise SystemExit(run(parser.parse_args()))
+    try:
+        raise SystemExit(run(parser.parse_args()))
+    except JaxplaceError as exc:  # one line, exit 2, as `jaxplace bench policy`
+        print(f"jaxplace: error: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
