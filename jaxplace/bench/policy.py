@@ -193,14 +193,7 @@ def run(args) -> int:
     return 0
 
 
-if __name__ == "__main__":
-    import argparse
+if __name__ == "__main__":  # the same command, with the CLI's error handling
+    from jaxplace.cli.main import main
 
-    parser = argparse.ArgumentParser(prog="python -m jaxplace.bench.policy",
-                                     description=HELP)
-    add_arguments(parser)
-    try:
-        raise SystemExit(run(parser.parse_args()))
-    except JaxplaceError as exc:  # one line, exit 2, as `jaxplace bench policy`
-        print(f"jaxplace: error: {exc}", file=sys.stderr)
-        raise SystemExit(2) from None
+    raise SystemExit(main(["bench", "policy", *sys.argv[1:]]))
