@@ -135,6 +135,29 @@ def test_model_is_permutation_equivariant():
                                    atol=1e-5)
 
 
+
+def test_attention_blocks_start_as_the_identity_and_stay_padding_invariant():
+    base = _random_model(seed=4)
+    cfg = dataclasses.replace(base.config, attention_layers=2, attention_heads=2)
+    model = PolicyModel(cfg, nnx.Rngs(9))
+    pure = nnx.to_pure_dict(nnx.state(model))
+    pure.update(nnx.to_pure_dict(nnx.state(base)))
+    nnx.update(model, pure)
+    f = F.featurize(_problem(n=24))
+    small = F.pad(f, f.sizes)
+    for a, b in zip(_apply(base, small), _apply(model, small), strict=True):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    # trained attention: outputs move, and still do not depend on the padding
+    for i, block in enumerate(model.attention):
+        shape = block.attn.out.kernel.get_value().shape
+        block.attn.out.kernel[...] = jax.random.normal(jax.random.key(i), shape)
+    moved = _apply(model, small)
+    assert np.abs(np.asarray(moved[0]) - np.asarray(_apply(base, small)[0]))[:24].max() > 1e-3
+    big = _apply(model, F.pad(f, F.Sizes(N=80, E=200, M=300, T=90)))
+    for a, b in zip(moved, big, strict=True):
+        np.testing.assert_allclose(np.asarray(a)[:24], np.asarray(b)[:24], rtol=1e-4,
+                                   atol=1e-5)
+
 # -- (3) estimator --------------------------------------------------------------------------
 
 
@@ -580,6 +603,23 @@ def test_training_from_block_labels_and_a_starting_policy(tiny_run, tiny_experts
         [r for r in ref if "val_greedy" in r][-1]["val_greedy"], rel=1e-6)
     assert rec[-1]["step"] == 100 and np.isfinite(rec[-1]["reward"])
 
+
+
+def test_training_adds_attention_to_a_starting_policy(tiny_run, tmp_path):
+    """A recipe that is its `init` policy plus attention blocks starts as that policy
+    (validation at step 0 equal) and trains the new blocks."""
+    out, path = tiny_run
+    model = dataclasses.replace(TINY.model, attention_layers=1, attention_heads=2)
+    cfg = dataclasses.replace(TINY, steps=50, checkpoint_every=50, validate_every=50,
+                              init=str(path), model=model)
+    new = train(cfg, tmp_path, progress=False, quiet=True, problems=TINY_PROBLEMS)
+    rec, ref = _records(tmp_path), _records(out)
+    assert rec[0]["step"] == 0 and rec[0]["val_greedy"] == pytest.approx(
+        [r for r in ref if "val_greedy" in r][-1]["val_greedy"], rel=1e-6)
+    config, params, _ = ck.read_policy(new)
+    assert config.attention_layers == 1
+    kernel = nnx.to_pure_dict(params)["attention"][0]["attn"]["out"]["kernel"]
+    assert np.abs(np.asarray(kernel)).max() > 0  # the new block was trained
 
 @pytest.mark.parametrize("bad", ["missing", "other"])
 def test_bad_starting_policy_names_file_and_field(tiny_run, tmp_path, bad, capsys):

@@ -39,6 +39,12 @@ class ModelConfig:
             means (up to 2 * mean_scale apart, i.e. 36 standard deviations).
         init_log_std: log std of the untrained policy (its means start at 0, so it
             samples uniformly random orders, i.e. random search).
+        attention_layers: global self-attention blocks after the message passing
+            (0: none). Message passing sees `layers` hops; attention lets every node
+            read every other, for orders that need more than a local view. Their
+            output projections start at zero, so a policy with them starts as the
+            same policy without them (`TrainConfig.init` fine-tunes from one).
+        attention_heads: heads of each attention block.
     """
 
     hidden: int = 64
@@ -47,6 +53,8 @@ class ModelConfig:
     log_std_min: float = -1.5
     log_std_max: float = 0.5
     init_log_std: float = 0.0
+    attention_layers: int = 0
+    attention_heads: int = 4
     node_features: int = NUM_NODE_FEATURES
     graph_features: int = NUM_GRAPH_FEATURES
     feature_version: int = FEATURE_VERSION
@@ -94,6 +102,23 @@ class Layer(nnx.Module):
         return h, ctx
 
 
+class GlobalAttention(nnx.Module):
+    """Masked multi-head self-attention over the real nodes, pre-norm, residual; the
+    output projection starts at zero (the block starts as the identity)."""
+
+    def __init__(self, H: int, heads: int, rngs: nnx.Rngs):
+        self.norm = nnx.LayerNorm(H, rngs=rngs)
+        self.attn = nnx.MultiHeadAttention(heads, H, decode=False, deterministic=True,
+                                           out_kernel_init=nnx.initializers.zeros,
+                                           rngs=rngs)
+
+    def __call__(self, h, mask):
+        """h: (N, H) node states; mask: (N,) float real nodes."""
+        keys = mask[None, None, :] > 0  # (heads, query, key), broadcast
+        h = h + self.attn(self.norm(h), mask=keys)
+        return h * mask[:, None]
+
+
 class PolicyModel(nnx.Module):
     """Features of one padded graph -> per-node (mean, log_std) of Gaussian priorities."""
 
@@ -104,6 +129,9 @@ class PolicyModel(nnx.Module):
         self.embed = nnx.Linear(c.node_features + c.graph_features, H, rngs=rngs)
         self.ctx_in = nnx.Linear(c.graph_features, H, rngs=rngs)
         self.layers = nnx.List([Layer(H, rngs) for _ in range(c.layers)])
+        if c.attention_layers:
+            self.attention = nnx.List([GlobalAttention(H, c.attention_heads, rngs)
+                                       for _ in range(c.attention_layers)])
         self.head = nnx.Linear(2 * H, H, rngs=rngs)
         # zero output weights: the untrained policy is exactly "means 0, init_log_std"
         self.final = nnx.Linear(H, 2, kernel_init=nnx.initializers.zeros, rngs=rngs)
@@ -141,6 +169,8 @@ class PolicyModel(nnx.Module):
         ctx = jax.nn.gelu(self.ctx_in(graph))
         for layer in self.layers:
             h, ctx = layer(h, ctx, s)
+        for block in getattr(self, "attention", ()):
+            h = block(h, maskf)
         z = jax.nn.gelu(self.head(jnp.concatenate([h, jnp.broadcast_to(ctx, h.shape)], 1)))
         raw = self.final(z)
         mean = c.mean_scale * jnp.tanh(raw[:, 0] / c.mean_scale)

@@ -31,7 +31,7 @@ import json
 import math
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from functools import partial
 from pathlib import Path
 
@@ -510,13 +510,27 @@ def _geomean(x) -> float:
 # -- the loop -------------------------------------------------------------------------------
 
 
+def _adds_attention(base: ModelConfig, model: ModelConfig) -> bool:
+    """True when `model` is `base` plus global attention blocks."""
+    return (base.attention_layers == 0 < model.attention_layers
+            and replace(model, attention_layers=0, attention_heads=base.attention_heads)
+            == base)
+
+
 def init_state(cfg: TrainConfig, optimizer):
     """(graphdef, state): state = (params, optimizer state, key data, step)."""
     model = PolicyModel(cfg.model, nnx.Rngs(cfg.seed))
     graphdef, params = nnx.split(model)
     if cfg.init:
-        config, params, _ = ck.read_policy(cfg.init)
-        if config != cfg.model:
+        config, loaded, _ = ck.read_policy(cfg.init)
+        if config == cfg.model:
+            params = loaded
+        elif _adds_attention(config, cfg.model):
+            # the new attention blocks start as the identity, the rest as the init's
+            pure = nnx.to_pure_dict(params)
+            pure.update(nnx.to_pure_dict(loaded))
+            nnx.replace_by_pure_dict(params, pure)
+        else:
             raise JaxplaceError(f"has model {config}, the recipe asks for {cfg.model}",
                                 source=cfg.init, field="init")
     key = jax.random.fold_in(jax.random.key(cfg.seed), 1)
