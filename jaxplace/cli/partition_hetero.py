@@ -32,27 +32,6 @@ def _problem(args, cluster):
     return problem, source
 
 
-def _search(problem, args, runner):
-    """(Result or (row, method, evaluations), stopped) under the runner."""
-    from jaxplace.cli.runner import Stopped
-    from jaxplace.search import StopRule, search
-    from jaxplace.search.request import problem_lower_bound
-
-    kw = {"budget": args.budget, "seed": args.seed, "progress": False,
-          "stop": StopRule(time_limit=args.time_limit, cancel=runner.cancel),
-          "observer": runner.observe}
-    try:
-        res = runner.call(lambda: search(problem, args.method, **kw), desc="search",
-                          deadline=args.time_limit,
-                          lower_bound=problem_lower_bound(problem))
-    except Stopped as stop:
-        x = getattr(stop.latest, "best_x", None)
-        why = "interrupted" if stop.interrupted else "time limit"
-        if x is None:
-            return None, why
-        return (x, "incumbent", int(getattr(stop.latest, "evaluations", 0))), why
-    return res, ("stopped early" if res.interrupted else None)
-
 
 def _row(problem, x) -> np.ndarray:
     """(n + d,) node priorities and device keys of an incumbent's search row."""
@@ -124,7 +103,7 @@ def run_hetero(args, cluster) -> int:
     inst = problem.pipeline_instance
     t0 = time.perf_counter()
     with Runner(quiet=args.quiet) as runner:
-        found, stopped = _search(problem, args, runner)
+        found, stopped = runner.search(problem, args, lambda x, ev: (x, "incumbent", ev))
         if found is None:
             print("jaxplace: interrupted before a first solution was found; nothing "
                   "written", file=sys.stderr)

@@ -130,6 +130,30 @@ class Runner:
             raise box["error"]
         return box.get("value")
 
+    def search(self, problem, args, incumbent: Callable[[Any, int], Any]):
+        """(found, stopped) of `jaxplace.search(problem, args.method, ...)` with the
+        command's budget, seed and time limit, run under this runner. found: the
+        Result, else `incumbent(best_x, evaluations)` of the last progress report after
+        Ctrl-C or the time limit, else None; stopped: why the search ended early
+        ("interrupted", "time limit", "stopped early") or None."""
+        from jaxplace.search import StopRule, search
+        from jaxplace.search.request import problem_lower_bound
+
+        kw = {"budget": args.budget, "seed": args.seed, "progress": False,
+              "stop": StopRule(time_limit=args.time_limit, cancel=self.cancel),
+              "observer": self.observe}
+        try:
+            res = self.call(lambda: search(problem, args.method, **kw), desc="search",
+                            deadline=args.time_limit,
+                            lower_bound=problem_lower_bound(problem))
+        except Stopped as stop:
+            x = getattr(stop.latest, "best_x", None)
+            why = "interrupted" if stop.interrupted else "time limit"
+            if x is None:
+                return None, why
+            return incumbent(x, int(getattr(stop.latest, "evaluations", 0))), why
+        return res, ("stopped early" if res.interrupted else None)
+
     def _overdue(self, now: float, deadline_at: float | None) -> bool:
         if self._signal_at is not None:
             return now - self._signal_at > self.grace
