@@ -380,7 +380,26 @@ def test_training_graph_merges_chains_into_classes():
             assert cls[u] == cls[v] and g.successors(u).tolist() == [v]
 
 
+
+def test_training_graph_orphans_are_free_backward_units():
+    g = transformer(seed=0, layers=2)
+    n = g.num_nodes
+    assert training_graph(g, 3, orphan=0.0) == training_graph(g, 3)
+    t = training_graph(g, 3, orphan=0.3)
+    cls = t.node_attrs["color_class"]
+    np.testing.assert_array_equal(cls[:n], training_graph(g, 3).node_attrs["color_class"][:n])
+    lone = np.flatnonzero(cls[n:] != cls[:n]) + n
+    assert 0.1 * n < len(lone) < 0.5 * n
+    assert len(set(cls[lone].tolist())) == len(lone) and cls[lone].min() >= n
+    u = t.units
+    assert u.num_units == n + len(lone)
+    for v in lone:  # its own unit, with no ordering edge
+        w = u.unit_of[v]
+        assert u.unit_members(w).tolist() == [v]
+        assert u.succ_ptr[w + 1] == u.succ_ptr[w] and u.pred_ptr[w + 1] == u.pred_ptr[w]
+
 @pytest.mark.parametrize("kw,field", [({"stash": 1.5}, "stash"), ({"merge": -0.1}, "merge"),
+                                      ({"orphan": 2.0}, "orphan"),
                                       ({"backward_work": (2.0, 1.0)}, "backward_work"),
                                       ({"seed": -1}, "seed")])
 def test_training_graph_bad_options_name_the_field(kw, field):

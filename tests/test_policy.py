@@ -318,12 +318,15 @@ def test_training_scores_colocation_classes_exactly():
     from jaxplace.reference import decode_reference
 
     data = DataConfig(n_range=(20, 60), k_range=(2, 4), cpu_fraction=0.3,
-                      colocation_fraction=0.6)
+                      colocation_fraction=0.6, orphan_range=(0.1, 0.3))
     cfg = dataclasses.replace(TINY, max_nodes=64, max_degree=24, data=data, pool=8,
                               validation=2)
     probs = problem_set(3, 8, data)
     coloc = [not p.graph.units.trivial for p in probs]
     assert 0 < sum(coloc) < len(probs)
+    units = [p.graph.units for p in probs]
+    assert any(np.any((np.diff(u.pred_ptr) == 0) & (np.diff(u.succ_ptr) == 0))
+               for u in units if not u.trivial)  # orphans: free backward units
     assert all(p.n <= 60 for p in probs)
     spec, _, pool, _, skipped = build_data(cfg, (probs, probs[:2]))
     assert skipped == 0 and spec.NX == spec.N == 64
@@ -339,6 +342,10 @@ def test_training_scores_colocation_classes_exactly():
         with pytest.raises(JaxplaceError, match="colocation_fraction"):
             TrainConfig.from_json({**TINY.to_json(),
                                    "data": {**data.to_json(), "colocation_fraction": bad}})
+    for bad in ([0.3, 0.1], [0.1], [0.0, 1.5], [True, 0.5]):
+        with pytest.raises(JaxplaceError, match="orphan_range"):
+            TrainConfig.from_json({**TINY.to_json(),
+                                   "data": {**data.to_json(), "orphan_range": bad}})
 
 
 def test_tie_probe_drops_problems_where_every_order_costs_the_same():
@@ -545,6 +552,15 @@ def test_bench_cpu_variant_keeps_the_plain_problems():
     for a, b in zip(plain, cpu, strict=True):
         assert (a.n, a.k, a.cpus, b.cpus) == (b.n, b.k, 0, 1)
         np.testing.assert_array_equal(a.graph.edges, b.graph.edges)
+
+
+@pytest.mark.parametrize("bad", ["0.3,0.1", "x", "0.5"])
+def test_bench_orphans_bad_value_is_one_line(bad, capsys):
+    from jaxplace.cli.main import main
+
+    assert main(["bench", "policy", "--count", "3", "--orphans", bad]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "--orphans" in err and "LO,HI" in err, err
 
 
 @pytest.mark.parametrize("only, msg", [("5", "no problem of the set has k"),

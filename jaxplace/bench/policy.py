@@ -42,18 +42,21 @@ BENCH_KS = (4, 8, 16)
 
 def held_out_problems(count: int = 12, seed: int = 0, ks=BENCH_KS,
                       n_range=(50, 300), regal_fraction: float = 0.5,
-                      cpu_fraction: float = 0.0, colocation_fraction: float = 0.0) -> list:
+                      cpu_fraction: float = 0.0, colocation_fraction: float = 0.0,
+                      orphan_range=(0.0, 0.0)) -> list:
     """`count` plain problems (no memory, capacity or bandwidth change), k cycling
     through `ks`, from seed stream BENCH_STREAM of `jaxplace.policy.data`;
     `regal_fraction` 1.0 gives REGAL-like graphs only; `cpu_fraction` > 0 gives that
     share a CPU block (the graphs and k stay those of the plain set);
     `colocation_fraction` > 0 makes that share training graphs (forward plus backward
-    nodes in colocation classes; a different set of graphs from the plain one)."""
+    nodes in colocation classes; a different set of graphs from the plain one), with
+    `orphan_range` the share of their backward ops in classes of their own."""
     from jaxplace.policy.data import DataConfig, problem_set
 
     cfg = DataConfig(n_range=tuple(n_range), memory_fraction=0.0, capacity_fraction=0.0,
                      bandwidth_fraction=0.0, regal_fraction=regal_fraction,
-                     cpu_fraction=cpu_fraction, colocation_fraction=colocation_fraction)
+                     cpu_fraction=cpu_fraction, colocation_fraction=colocation_fraction,
+                     orphan_range=tuple(orphan_range))
     probs = problem_set(seed, count, cfg, BENCH_STREAM)
     return [p.replace(k=int(ks[i % len(ks)])) for i, p in enumerate(probs)]
 
@@ -151,6 +154,9 @@ def add_arguments(p) -> None:
                    help="share of the problems with one CPU block (same graphs)")
     p.add_argument("--colocation-fraction", type=float, default=0.0,
                    help="share of training graphs (forward + backward, colocated)")
+    p.add_argument("--orphans", default=None, metavar="LO,HI",
+                   help="training graphs only: share of backward ops in classes of their "
+                   "own, uniform in [LO, HI] (default: none)")
     p.add_argument("--only-k", default=None, metavar="K[,K]",
                    help="run only the problems with these k (same problems and seeds "
                    "as in the full set)")
@@ -164,10 +170,20 @@ def run(args) -> int:
     import json
 
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+    orphans = (0.0, 0.0)
+    if args.orphans is not None:
+        try:
+            orphans = tuple(float(x) for x in args.orphans.split(","))
+        except ValueError:
+            orphans = ()
+        if len(orphans) != 2 or not 0.0 <= orphans[0] <= orphans[1] <= 1.0:
+            raise JaxplaceError(f"expected LO,HI with 0 <= LO <= HI <= 1, got "
+                                f"{args.orphans!r}", field="--orphans")
     problems = held_out_problems(args.count, args.seed,
                                  regal_fraction=1.0 if args.family == "regal" else 0.5,
                                  cpu_fraction=args.cpu_fraction,
-                                 colocation_fraction=args.colocation_fraction)
+                                 colocation_fraction=args.colocation_fraction,
+                                 orphan_range=orphans)
     indices = list(range(len(problems)))
     if args.only_k:
         try:

@@ -17,7 +17,10 @@ trained and tested on colocation without the two real files:
   three in four forward edges, the layer-level resnet50_training for none);
 - class merges: with probability `merge`, a forward node whose one predecessor has it
   as its one successor joins that predecessor's class (fused chains, as the many-op
-  classes of bert_l-3_training).
+  classes of bert_l-3_training);
+- orphans: with probability `orphan`, a backward op gets a class of its own instead
+  of its forward op's (bert_l-3_training has 14 such backward-only units): it has no
+  ordering edge, so any order may put it anywhere, usually far from its data.
 
 Orders and contiguity then follow the forward graph (`jaxplace.units`), and costs
 count every tensor, forward and backward.
@@ -38,8 +41,8 @@ def _fraction(field: str, v) -> float:
 
 
 def training_graph(graph: CompGraph, seed: int = 0, *, stash: float = 0.75,
-                   merge: float = 0.0, backward_work: tuple[float, float] = (1.5, 2.5)
-                   ) -> CompGraph:
+                   merge: float = 0.0, backward_work: tuple[float, float] = (1.5, 2.5),
+                   orphan: float = 0.0) -> CompGraph:
     """The training graph (forward then backward nodes, 2n in all) of forward `graph`.
 
     Node v < n is the forward op v; node n + v is its backward op. Node attributes
@@ -49,6 +52,7 @@ def training_graph(graph: CompGraph, seed: int = 0, *, stash: float = 0.75,
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise JaxplaceError(f"must be a non-negative integer, got {seed!r}", field="seed")
     stash, merge = _fraction("stash", stash), _fraction("merge", merge)
+    orphan = _fraction("orphan", orphan)
     lo, hi = (float(x) for x in backward_work)
     if not 0.0 < lo <= hi:
         raise JaxplaceError(f"must be a range 0 < lo <= hi, got {backward_work!r}",
@@ -78,10 +82,14 @@ def training_graph(graph: CompGraph, seed: int = 0, *, stash: float = 0.75,
         *graph.names, *(f"{s}.grad" for s in graph.names))
     ops = None if graph.op_types is None else (
         *graph.op_types, *(f"{s}_grad" for s in graph.op_types))
-    attrs = {"color_class": np.concatenate([cls, cls]),
+    bcls = cls.copy()
+    if orphan > 0:  # drawn last, so graphs without orphans stay as they were
+        lone = np.flatnonzero(rng.random(n) < orphan)
+        bcls[lone] = n + np.arange(len(lone))
+    attrs = {"color_class": np.concatenate([cls, bcls]),
              "is_backward": np.repeat([False, True], n)}
     meta = {**graph.meta, "training": {"seed": int(seed), "stash": stash, "merge": merge,
-                                       "backward_work": [lo, hi]}}
+                                       "backward_work": [lo, hi], "orphan": orphan}}
     return CompGraph(np.concatenate([graph.work, graph.work * factor]), edges,
                      np.concatenate([graph.size_param, graph.size_param]),
                      np.concatenate([out, grad]), names=names, op_types=ops,

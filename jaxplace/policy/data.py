@@ -45,6 +45,8 @@ class DataConfig:
         cpu_factor: range of cpu_latency / work (log-uniform).
         colocation_fraction: probability of a training graph (forward plus backward
             nodes in colocation classes) instead of a plain one.
+        orphan_range: range of the share of a training graph's backward ops that get
+            a class of their own (`training_graph(orphan=...)`), uniform; (0, 0): none.
     """
 
     n_range: tuple[int, int] = (30, 200)
@@ -56,6 +58,7 @@ class DataConfig:
     cpu_fraction: float = 0.0
     cpu_factor: tuple[float, float] = (5.0, 30.0)
     colocation_fraction: float = 0.0
+    orphan_range: tuple[float, float] = (0.0, 0.0)
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -63,13 +66,18 @@ class DataConfig:
     @classmethod
     def from_json(cls, d: dict) -> DataConfig:
         d = dict(d)
-        for key in ("n_range", "k_range", "cpu_factor"):
+        for key in ("n_range", "k_range", "cpu_factor", "orphan_range"):
             if key in d:
                 d[key] = tuple(d[key])
         f = d.get("colocation_fraction", 0.0)
         if isinstance(f, bool) or not isinstance(f, (int, float)) or not 0.0 <= f <= 1.0:
             raise JaxplaceError(f"must be a number in [0, 1], got {f!r}",
                                 field="data.colocation_fraction")
+        r = d.get("orphan_range", (0.0, 0.0))
+        if (len(r) != 2 or any(isinstance(x, bool) or not isinstance(x, (int, float))
+                               for x in r) or not 0.0 <= r[0] <= r[1] <= 1.0):
+            raise JaxplaceError(f"must be a range 0 <= lo <= hi <= 1, got {list(r)!r}",
+                                field="data.orphan_range")
         return cls(**d)
 
 
@@ -114,8 +122,10 @@ def sample_problem(rng: np.random.Generator, cfg: DataConfig) -> Problem:
     k = max(1, min(k, g.num_nodes // 2))
     if backward:
         stash = float(rng.choice([0.0, 0.75, 1.0]))
-        g = training_graph(g, int(rng.integers(2**31)), stash=stash,
-                           merge=float(rng.uniform(0.0, 0.5)))
+        seed, merge = int(rng.integers(2**31)), float(rng.uniform(0.0, 0.5))
+        # drawn only when asked for, so recipes without orphans keep their data
+        orphan = float(rng.uniform(*cfg.orphan_range)) if cfg.orphan_range[1] > 0 else 0.0
+        g = training_graph(g, seed, stash=stash, merge=merge, orphan=orphan)
     B = float(np.exp(rng.uniform(np.log(0.25), np.log(4.0)))) \
         if rng.random() < cfg.bandwidth_fraction else 1.0
     total = float(g.size_param.sum())
