@@ -48,6 +48,11 @@ class Units:
     def unit_members(self, u: int) -> np.ndarray:
         return self.members[self.members_ptr[u]:self.members_ptr[u + 1]]
 
+    def free_units(self) -> np.ndarray:
+        """Units with no ordering edge in or out (a training graph's backward ops in
+        colour classes of their own): Kahn's order may put them anywhere."""
+        return np.flatnonzero((np.diff(self.pred_ptr) == 0) & (np.diff(self.succ_ptr) == 0))
+
 
 def ordering_edges(graph: CompGraph) -> np.ndarray:
     """(m', 2) edges that constrain contiguity: all of them, or forward-only ones."""

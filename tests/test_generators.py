@@ -397,6 +397,8 @@ def test_training_graph_orphans_are_free_backward_units():
         w = u.unit_of[v]
         assert u.unit_members(w).tolist() == [v]
         assert u.succ_ptr[w + 1] == u.succ_ptr[w] and u.pred_ptr[w + 1] == u.pred_ptr[w]
+    np.testing.assert_array_equal(u.free_units(), np.sort(u.unit_of[lone]))
+    assert len(training_graph(g, 3).units.free_units()) == 0
 
 @pytest.mark.parametrize("kw,field", [({"stash": 1.5}, "stash"), ({"merge": -0.1}, "merge"),
                                       ({"orphan": 2.0}, "orphan"),

@@ -111,7 +111,7 @@ def place_free_units(graph: CompGraph, up: np.ndarray) -> np.ndarray:
     (random or level priorities would put it anywhere, usually far from its data)."""
     units = graph.units
     U = units.num_units
-    free = np.flatnonzero((np.diff(units.pred_ptr) == 0) & (np.diff(units.succ_ptr) == 0))
+    free = units.free_units()
     if U < 2 or not len(free):
         return up
     # canonical form first: distinct values, one step apart
