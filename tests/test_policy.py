@@ -719,3 +719,20 @@ def test_every_training_recipe_loads_and_its_init_policy_ships():
     assert len(fine_tunes) >= 2, inits  # the check below runs
     for name, init in fine_tunes.items():
         assert (root / init / "params.msgpack").is_file(), (name, init)
+
+
+def test_every_shipped_policy_loads_and_has_a_model_card():
+    from jaxplace.policy import (
+        COLOCATION_POLICY,
+        DEFAULT_POLICY,
+        ORPHAN_POLICY,
+        default_policy_path,
+    )
+
+    root = default_policy_path(DEFAULT_POLICY).parent
+    names = sorted(p.name for p in root.iterdir() if p.is_dir())
+    assert {DEFAULT_POLICY, COLOCATION_POLICY, ORPHAN_POLICY} <= set(names)
+    for name in names:
+        assert (root / name / "MODEL_CARD.md").is_file(), name
+        pol = load_policy(str(root / name))  # weights match the config's architecture
+        assert pol.config.feature_version == F.FEATURE_VERSION, name

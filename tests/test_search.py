@@ -509,32 +509,42 @@ def test_default_search_coupled_with_the_policy():
 
 
 def test_shipped_policy_is_chosen_by_the_problem():
-    # graphs with colocation classes get the training-graph policy, every other
-    # graph gnn-v3; the search methods follow the same choice
+    # graphs with colocation classes get the training-graph policy (the orphan one
+    # when some unit is free), every other graph gnn-v3; the search methods follow
     from jaxplace.generators import training_graph
     from jaxplace.policy import (
         COLOCATION_POLICY,
         DEFAULT_POLICY,
+        ORPHAN_POLICY,
         default_policy_name,
         default_policy_path,
         load_policy,
     )
 
     plain = jp.Problem(small_graph(1), 3)
-    coloc = jp.Problem(training_graph(small_graph(1), seed=0), 3)
+    coloc = jp.Problem(training_graph(small_graph(0), seed=0), 3)
+    orphan = jp.Problem(training_graph(small_graph(0), seed=0, orphan=0.3), 3)
     assert coloc.graph.units.num_units < coloc.n and plain.graph.units.trivial
+    assert len(coloc.graph.units.free_units()) == 0 < len(orphan.graph.units.free_units())
     assert default_policy_name(plain) == default_policy_name() == DEFAULT_POLICY
     assert default_policy_name(coloc) == COLOCATION_POLICY != DEFAULT_POLICY
+    assert default_policy_name(orphan) == ORPHAN_POLICY != COLOCATION_POLICY
     assert load_policy(problem=coloc).path == str(default_policy_path(COLOCATION_POLICY))
-    for p, name in ((plain, DEFAULT_POLICY), (coloc, COLOCATION_POLICY)):
+    assert load_policy(problem=orphan).path == str(default_policy_path(ORPHAN_POLICY))
+    modes = {}
+    for p, name in ((plain, DEFAULT_POLICY), (coloc, COLOCATION_POLICY),
+                    (orphan, ORPHAN_POLICY)):
         routed = search(p, "policy", budget=1, seed=0, progress=False)
         named = search(p, "policy", budget=1, seed=0, progress=False,
                        policy=str(default_policy_path(name)))
         assert np.array_equal(routed.priorities, named.priorities)
-    # the two policies give different modes on the training graph
-    other = search(coloc, "policy", budget=1, seed=0, progress=False,
-                   policy=str(default_policy_path(DEFAULT_POLICY)))
-    assert not np.array_equal(routed.priorities, other.priorities)
+        modes[name] = routed.priorities
+    # the policies give different modes on the same training graphs
+    for p, name, other in ((coloc, COLOCATION_POLICY, DEFAULT_POLICY),
+                           (orphan, ORPHAN_POLICY, COLOCATION_POLICY)):
+        r = search(p, "policy", budget=1, seed=0, progress=False,
+                   policy=str(default_policy_path(other)))
+        assert not np.array_equal(modes[name], r.priorities)
 
 
 def test_policy_method_reports_a_bad_checkpoint(tmp_path):

@@ -7,7 +7,8 @@ and `distribution` for the distribution;
 `jaxplace.policy.train.train(config)` trains one from a recipe.
 
     from jaxplace.policy import load_policy, node_distribution, sample_priorities
-    pol = load_policy(problem=problem)  # gnn-v3, or gnn-v3-train on colocated graphs
+    pol = load_policy(problem=problem)  # gnn-v3; gnn-v3-train on colocated graphs,
+                                        # gnn-v4-train on those with orphan units
     dist = node_distribution(pol, problem)
     X = sample_priorities(dist, jax.random.key(0), 100)  # (100, n), pure JAX
 """
@@ -16,6 +17,7 @@ from jaxplace.policy.distribution import greedy_priorities, sample_priorities
 from jaxplace.policy.inference import (
     COLOCATION_POLICY,
     DEFAULT_POLICY,
+    ORPHAN_POLICY,
     Policy,
     default_policy_name,
     default_policy_path,
@@ -29,6 +31,7 @@ __all__ = [
     "COLOCATION_POLICY",
     "DEFAULT_POLICY",
     "ModelConfig",
+    "ORPHAN_POLICY",
     "Policy",
     "PolicyModel",
     "default_policy_name",

@@ -30,6 +30,12 @@ DEFAULT_POLICY = "gnn-v3"
 #: better than gnn-v3 there and never used on plain graphs, where it was not measured
 #: to help (notes/policy_train_graphs.md).
 COLOCATION_POLICY = "gnn-v3-train"
+#: The shipped policy for graphs with colocation classes and free units (orphan
+#: backward ops: units with no ordering edge, which Kahn's order may put anywhere):
+#: gnn-v3-train fine-tuned on such graphs, better there, slightly worse at greedy on
+#: colocated graphs without them, so used only where free units exist
+#: (notes/policy_orphans.md).
+ORPHAN_POLICY = "gnn-v4-train"
 
 
 @dataclass(frozen=True, eq=False)
@@ -62,9 +68,12 @@ def default_policy_path(name: str = DEFAULT_POLICY) -> Path:
 
 
 def default_policy_name(problem: Problem | None = None) -> str:
-    """The shipped policy for `problem`: COLOCATION_POLICY when its graph has
-    colocation classes (non-trivial placement units), else DEFAULT_POLICY."""
+    """The shipped policy for `problem`: when its graph has colocation classes
+    (non-trivial placement units), ORPHAN_POLICY if some unit is free, else
+    COLOCATION_POLICY; DEFAULT_POLICY for every other graph."""
     if problem is not None and not problem.graph.units.trivial:
+        if len(problem.graph.units.free_units()):
+            return ORPHAN_POLICY
         return COLOCATION_POLICY
     return DEFAULT_POLICY
 
