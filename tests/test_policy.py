@@ -563,6 +563,24 @@ def test_bench_orphans_bad_value_is_one_line(bad, capsys):
     assert "\n" not in err and "--orphans" in err and "LO,HI" in err, err
 
 
+@pytest.mark.parametrize("bad", ["300,50", "x", "50", "1,9"])
+def test_bench_n_range_bad_value_is_one_line(bad, capsys):
+    from jaxplace.cli.main import main
+
+    assert main(["bench", "policy", "--count", "3", "--n-range", bad]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "--n-range" in err and "LO,HI" in err, err
+
+
+def test_bench_n_range_sets_the_graph_sizes():
+    from jaxplace.bench.policy import held_out_problems
+
+    big = held_out_problems(4, 0, n_range=(400, 500), regal_fraction=1.0)
+    assert all(400 <= p.n <= 500 for p in big), [p.n for p in big]
+    small = held_out_problems(4, 0, regal_fraction=1.0)
+    assert all(50 <= p.n <= 300 for p in small), [p.n for p in small]
+
+
 @pytest.mark.parametrize("only, msg", [("5", "no problem of the set has k"),
                                        ("x", "expected integers")])
 def test_bench_only_k_bad_value_is_one_line(only, msg, capsys):

@@ -1,10 +1,10 @@
 """`jaxplace bench policy`: the learned policy against random search, BRKGA and the default.
 
-On held-out generated problems (REGAL-like and DNN-like graphs, n 50-300, k in
-{4, 8, 16}; seed stream `BENCH_STREAM`, disjoint from the training pool and the
-validation set of `jaxplace.policy.data`), prints per k the geometric-mean ratio of
-the best cost to the simple lower bound (lower is better), the decoder evaluations,
-and the median wall time per run of:
+On held-out generated problems (REGAL-like and DNN-like graphs, n 50-300 unless
+`--n-range` says otherwise, k in {4, 8, 16}; seed stream `BENCH_STREAM`, disjoint
+from the training pool and the validation set of `jaxplace.policy.data`), prints per
+k the geometric-mean ratio of the best cost to the simple lower bound (lower is
+better), the decoder evaluations, and the median wall time per run of:
 
 - policy-greedy: the policy's mode (1 evaluation);
 - policy-best100: the mode plus 99 samples, best kept (100 evaluations);
@@ -157,6 +157,9 @@ def add_arguments(p) -> None:
     p.add_argument("--orphans", default=None, metavar="LO,HI",
                    help="training graphs only: share of backward ops in classes of their "
                    "own, uniform in [LO, HI] (default: none)")
+    p.add_argument("--n-range", default="50,300", metavar="LO,HI",
+                   help="node counts of the generated graphs (training graphs count "
+                   "forward and backward ops; default 50,300, the training range)")
     p.add_argument("--only-k", default=None, metavar="K[,K]",
                    help="run only the problems with these k (same problems and seeds "
                    "as in the full set)")
@@ -166,20 +169,27 @@ def add_arguments(p) -> None:
     p.add_argument("--json", default=None, help="also write the rows to this JSON file")
 
 
+def _pair(text: str, field: str, kind, lo, hi) -> tuple:
+    """LO,HI from `text`, with lo <= LO <= HI <= hi; a one-line error otherwise."""
+    try:
+        pair = tuple(kind(x) for x in text.split(","))
+    except ValueError:
+        pair = ()
+    if len(pair) != 2 or not lo <= pair[0] <= pair[1] <= hi:
+        raise JaxplaceError(f"expected LO,HI with {lo} <= LO <= HI <= {hi}, got "
+                            f"{text!r}", field=field)
+    return pair
+
+
 def run(args) -> int:
     import json
 
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
     orphans = (0.0, 0.0)
     if args.orphans is not None:
-        try:
-            orphans = tuple(float(x) for x in args.orphans.split(","))
-        except ValueError:
-            orphans = ()
-        if len(orphans) != 2 or not 0.0 <= orphans[0] <= orphans[1] <= 1.0:
-            raise JaxplaceError(f"expected LO,HI with 0 <= LO <= HI <= 1, got "
-                                f"{args.orphans!r}", field="--orphans")
-    problems = held_out_problems(args.count, args.seed,
+        orphans = _pair(args.orphans, "--orphans", float, 0.0, 1.0)
+    n_range = _pair(args.n_range, "--n-range", int, 2, 100_000)
+    problems = held_out_problems(args.count, args.seed, n_range=n_range,
                                  regal_fraction=1.0 if args.family == "regal" else 0.5,
                                  cpu_fraction=args.cpu_fraction,
                                  colocation_fraction=args.colocation_fraction,
@@ -201,8 +211,8 @@ def run(args) -> int:
     text = summarize(rows, methods)
     if args.markdown:
         with open(args.markdown, "w") as f:
-            f.write(f"held_out_problems({args.count}, seed={args.seed}), family "
-                    f"{args.family}\n\n{text}\n")
+            f.write(f"held_out_problems({args.count}, seed={args.seed}, n_range="
+                    f"{n_range}), family {args.family}\n\n{text}\n")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1)
