@@ -36,6 +36,21 @@ def test_info_and_partition_on_file(tmp_path, capsys):
     assert res["lower_bound"] == pytest.approx(res["bottleneck"], rel=1e-6)
 
 
+def test_partition_with_the_policy_names_it(tmp_path, capsys):
+    data = {"directed": True, "graph": {},
+            "nodes": [{"id": i, "work": 1 + i % 3, "size_out": 0.5} for i in range(8)],
+            "edges": [{"source": i, "target": i + 1} for i in range(7)]}
+    path, out = tmp_path / "g.json", tmp_path / "r.json"
+    path.write_text(json.dumps(data))
+    assert main(["partition", str(path), "-k", "2", "--method", "policy", "--budget", "4",
+                 "-o", str(out), "--quiet"]) == 0
+    assert "method=policy policy=gnn-v3 " in capsys.readouterr().out
+    assert json.loads(out.read_text())["policy"] == "gnn-v3"
+    assert main(["partition", str(path), "-k", "2", "--budget", "20", "-o", str(out),
+                 "--quiet"]) == 0
+    assert "policy" not in json.loads(out.read_text())  # k = 2: no coupling
+
+
 @pytest.mark.parametrize("argv, match", [
     (["partition", "missing.json", "-k", "2"], "missing.json: no such file"),
     (["partition", "{path}", "-k", "0"], "at least 1"),

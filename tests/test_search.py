@@ -484,7 +484,7 @@ def test_observer_reports_the_best_of_all_phases():
 def test_policy_methods_return_consistent_results(method):
     p = jp.Problem(small_graph(1), 3)
     r = search(p, method, budget=200, population_size=20, seed=0, progress=False)
-    assert r.method == method and r.evaluations == 200
+    assert r.method == method and r.evaluations == 200 and r.info["policy"] == "gnn-v3"
     cost = jp.evaluate_partition(p, r.partition.assignment)
     assert cost.feasible and same_cost(r.cost, cost.bottleneck)
     assert np.isclose(jp.reference.decode_reference(p, r.priorities).cost, r.cost,
@@ -500,7 +500,9 @@ def test_default_search_coupled_with_the_policy():
     r = search(p, budget=600, population_size=20, seed=0, progress=False,
                use_policy=True, observer=seen.append)
     assert "policy+brkga" in {e.phase for e in seen}
-    assert r.method == "default" and r.evaluations <= 600
+    assert r.method == "default" and r.evaluations <= 600 and r.info["policy"] == "gnn-v3"
+    assert "policy" not in search(p, budget=600, population_size=20, seed=0, progress=False,
+                                  use_policy=False).info
     cost = jp.evaluate_partition(p, r.partition.assignment)
     assert cost.feasible and same_cost(r.cost, cost.bottleneck)
     # its first population holds the policy's mode, so it is never worse than it
@@ -538,6 +540,8 @@ def test_shipped_policy_is_chosen_by_the_problem():
         named = search(p, "policy", budget=1, seed=0, progress=False,
                        policy=str(default_policy_path(name)))
         assert np.array_equal(routed.priorities, named.priorities)
+        assert (routed.info["policy"], named.info["policy"]) == (
+            name, str(default_policy_path(name)))
         modes[name] = routed.priorities
     # the policies give different modes on the same training graphs
     for p, name, other in ((coloc, COLOCATION_POLICY, DEFAULT_POLICY),

@@ -114,7 +114,8 @@ def default_search(req: SearchRequest):
         seed_brkga = SEED_BRKGA or problem.n >= SEED_BRKGA_MIN_NODES
         seeds = s if opt.get("seed_brkga", seed_brkga) else None
         patience = opt.get("brkga_patience", BRKGA_PATIENCE)
-        if opt.get("use_policy", _policy_helps(problem)):
+        coupled = opt.get("use_policy", _policy_helps(problem))
+        if coupled:
             from jaxplace.search.policy import policy_evolve
 
             out1 = policy_evolve(req, budget=gens * P, population=P, seeds=seeds,
@@ -127,6 +128,10 @@ def default_search(req: SearchRequest):
         best_x, best_f = out1.best_x[:problem.n], out1.best_f
         done = out1.interrupted or req.stop.reached(best_f)
         info = {"brkga_best": out1.best_f, "local_best": [], "brkga_evaluations": evals}
+        if coupled:
+            from jaxplace.search.policy import policy_label
+
+            info["policy"] = policy_label(req, opt.get("policy"))
         interrupted = out1.interrupted
         for i, x0 in enumerate(_starts(problem, out1, s, opt.get("restarts", RESTARTS))):
             steps = (budget - evals) // local_batch

@@ -94,6 +94,14 @@ def padded_distribution(req: SearchRequest, path: str | None) -> dict:
     return out
 
 
+def policy_label(req: SearchRequest, path) -> str:
+    """What `Result.info["policy"]` records: the checkpoint path given, else the
+    shipped policy's name (`jaxplace.policy.default_policy_name`)."""
+    from jaxplace.policy import default_policy_name
+
+    return str(path) if path is not None else default_policy_name(req.problem)
+
+
 def policy_evolve(req: SearchRequest, *, budget: int, population: int, path=None,
                   seeds=None, phase: str = "policy+brkga", patience: int | None = None,
                   pbar=None, evaluations0: int = 0):
@@ -123,7 +131,8 @@ def policy_evolve(req: SearchRequest, *, budget: int, population: int, path=None
 def policy_search(req: SearchRequest, coupled: bool):
     """See the module doc. Options: `policy` (checkpoint path)."""
     opts = dict(req.options)
-    dist = padded_distribution(req, opts.pop("policy", None))
+    path = opts.pop("policy", None)
+    dist = padded_distribution(req, path)
     from jaxplace.policy import greedy_priorities
 
     mode = np.asarray(greedy_priorities(dist), np.float32)
@@ -149,8 +158,9 @@ def policy_search(req: SearchRequest, coupled: bool):
         X0, data = mode[None], SearchData(g=req.graph, dist=dist)
         steps = max(budget // batch - 1, 0)
     out = run_program(program, data, k_run, X0, steps, req.run(label))
-    return finish(req, label, out.best_x, out.evaluations, out.history, out.interrupted)
+    return finish(req, label, out.best_x, out.evaluations, out.history, out.interrupted,
+                  info={"policy": policy_label(req, path)})
 
 
 __all__ = ["PolicyBRKGAProgram", "PolicySampleProgram", "padded_distribution",
-           "policy_evolve", "policy_search"]
+           "policy_evolve", "policy_label", "policy_search"]

@@ -58,6 +58,9 @@ class Result:
         method: the method name.
         lower_bound: the simple lower bound of the problem.
         interrupted: True when Ctrl-C or the time limit stopped the search early.
+        info: method details: for "policy", "policy+brkga" and a default search
+            coupled with the policy, "policy" (the shipped policy's name, or the path
+            given); for the default search its phases' bests and the MIP polish.
         schedule: for latency problems, the `jaxplace.latency.Schedule` (device,
             start and finish of every op, the transfers); `cost` is its makespan and
             `partition.assignment` the device of every op. For method
