@@ -22,7 +22,9 @@ def test_info_and_partition_on_file(tmp_path, capsys):
     path = tmp_path / "g.json"
     path.write_text(json.dumps(data))
     assert main(["info", str(path), "-k", "2"]) == 0
-    assert "lower bound 10.5" in capsys.readouterr().out
+    text = capsys.readouterr().out
+    assert "lower bound 10.5" in text and "policy      gnn-v3 " in text
+    assert "units" not in text  # every node its own unit
     out = tmp_path / "r.json"
     assert main(["partition", str(path), "-k", "2", "--budget", "20", "-o", str(out),
                  "--quiet", "--certify", "--bounds", "simple,exact"]) == 0

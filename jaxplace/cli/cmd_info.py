@@ -1,4 +1,5 @@
-"""`jaxplace info FILE`: sizes, totals, op types, heaviest ops and the lower bound."""
+"""`jaxplace info FILE`: sizes, totals, placement units, the shipped policy for the graph,
+op types, heaviest ops and the lower bound."""
 
 from __future__ import annotations
 
@@ -45,6 +46,16 @@ def run(args) -> int:
         a = g.node_attrs[key]
         if a.dtype == bool:
             lines.append(f"{key:<11} {int(a.sum())} of {g.num_nodes} true")
+    units = g.units
+    if not units.trivial:
+        lines.append(f"units       {units.num_units} placement units (colocation classes and "
+                     f"the cycles they close), {len(units.free_units())} free (no "
+                     f"ordering edge)")
+    if not problem.hetero and problem.objective != "latency":  # what the policies serve
+        from jaxplace.policy import default_policy_name
+
+        lines.append(f"policy      {default_policy_name(problem)} (the shipped one for "
+                     f"this graph: --method policy|policy+brkga)")
     if g.op_types is not None:
         hist = Counter(g.op_types).most_common(10)
         lines.append("op types    " + ", ".join(f"{t} {c}" for t, c in hist))
