@@ -543,6 +543,10 @@ def test_shipped_policy_is_chosen_by_the_problem():
         assert (routed.info["policy"], named.info["policy"]) == (
             name, str(default_policy_path(name)))
         modes[name] = routed.priorities
+    # the default search couples the same policy
+    r = search(orphan, budget=300, population_size=20, seed=0, progress=False,
+               use_policy=True)
+    assert r.info["policy"] == ORPHAN_POLICY
     # the policies give different modes on the same training graphs
     for p, name, other in ((coloc, COLOCATION_POLICY, DEFAULT_POLICY),
                            (orphan, ORPHAN_POLICY, COLOCATION_POLICY)):
