@@ -44,7 +44,7 @@ def add_arguments(p) -> None:
     p.add_argument("--policy", default=None, metavar="PATH",
                    help="a trained policy folder for --method policy|policy+brkga "
                    "(default: the shipped one for the graph: gnn-v3; gnn-v3-train "
-                   "when it has colocation classes, gnn-v4b-train when some are "
+                   "when it has colocation classes, gnn-v4-train when some are "
                    "orphan backward ops)")
     p.add_argument("--budget", type=positive_int, default=None,
                    help="decoder evaluations to spend")

@@ -8,7 +8,7 @@ and `distribution` for the distribution;
 
     from jaxplace.policy import load_policy, node_distribution, sample_priorities
     pol = load_policy(problem=problem)  # gnn-v3; gnn-v3-train on colocated graphs,
-                                        # gnn-v4b-train on those with orphan units
+                                        # gnn-v4-train on those with orphan units
     dist = node_distribution(pol, problem)
     X = sample_priorities(dist, jax.random.key(0), 100)  # (100, n), pure JAX
 """

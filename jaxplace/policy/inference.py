@@ -32,11 +32,10 @@ DEFAULT_POLICY = "gnn-v3"
 COLOCATION_POLICY = "gnn-v3-train"
 #: The shipped policy for graphs with colocation classes and free units (orphan
 #: backward ops: units with no ordering edge, which Kahn's order may put anywhere):
-#: gnn-v3-train fine-tuned on such graphs (gnn-v4-train), then on graphs that all
-#: have orphans; better there, while gnn-v4-train was slightly worse at greedy on
+#: gnn-v3-train fine-tuned on such graphs, better there, slightly worse at greedy on
 #: colocated graphs without them, so used only where free units exist
 #: (notes/policy_orphans.md).
-ORPHAN_POLICY = "gnn-v4b-train"
+ORPHAN_POLICY = "gnn-v4-train"
 
 
 @dataclass(frozen=True, eq=False)

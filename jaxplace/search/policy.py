@@ -7,7 +7,7 @@
   et al., ICLR 2020). `budget` counts decoder evaluations in both.
 
 The policy is the shipped one for the problem (`jaxplace.policy.default_policy_name`:
-gnn-v3; gnn-v3-train on graphs with colocation classes, gnn-v4b-train on those with
+gnn-v3; gnn-v3-train on graphs with colocation classes, gnn-v4-train on those with
 free units) unless `policy=PATH` is given (an option of `jp.search`, `--policy` on
 the command line). Its per-node distribution is computed once on the host, padded to
 the decoder's width and passed in `SearchData.dist`, so the compiled programs sample
