@@ -198,10 +198,9 @@ def run(args) -> int:
         if args.noncontiguous:
             return report(problem, source, found, args, runner)
         cost = evaluate_partition(problem, best.assignment)
-        info = getattr(found.result, "info", None) or {}
-        policy = {"policy": info["policy"]} if "policy" in info else {}
+        policy = (getattr(found.result, "info", None) or {}).get("policy")
         print(f"{source}: n={problem.n} k={problem.k} method={found.method} "
-              + "".join(f"policy={v} " for v in policy.values())
+              + (f"policy={policy} " if policy else "")
               + f"evaluations={found.evaluations} time={found.elapsed:.2f}s"
               + (f" ({found.stopped})" if found.stopped else ""), flush=True)
         print(stage_table(problem, cost), flush=True)
@@ -223,7 +222,8 @@ def run(args) -> int:
         if args.output:
             save_result(args.output, problem, best, method=found.method, seed=args.seed,
                         lower_bound=lower, source=source, timings=timings,
-                        extra={"evaluations": found.evaluations, **policy,
+                        extra={"evaluations": found.evaluations,
+                               **({"policy": policy} if policy else {}),
                                **({"stopped": found.stopped} if found.stopped else {})},
                         certificate=cert)
             print(f"wrote {args.output}")
