@@ -555,6 +555,34 @@ def test_shipped_policy_is_chosen_by_the_problem():
         assert not np.array_equal(modes[name], r.priorities)
 
 
+def test_policy_brkga_starts_from_the_heuristic_orders_on_graphs_with_free_units():
+    # on graphs with free units the first population holds the DFS / ASAP / ALAP
+    # orders (free units placed), so the result is never worse than any of them
+    from jaxplace.generators import training_graph
+    from jaxplace.search.baselines import seed_priorities
+    from jaxplace.search.policy import _to_keys, heuristic_seeds_apply
+
+    plain = jp.Problem(small_graph(1), 3)
+    orphan = jp.Problem(training_graph(small_graph(0), seed=0, orphan=0.3), 3)
+    assert not heuristic_seeds_apply(plain) and heuristic_seeds_apply(orphan)
+    assert heuristic_seeds_apply(plain, True) and not heuristic_seeds_apply(orphan, False)
+    seeds = seed_priorities(orphan.graph)
+    for x in seeds:  # keys in (0, 1) with the same order and ties
+        y = _to_keys(x)
+        assert 0 < y.min() and y.max() < 1
+        assert np.array_equal(np.sign(x[:, None] - x[None]), np.sign(y[:, None] - y[None]))
+    best = min(jp.reference.decode_reference(orphan, x).cost for x in seeds)
+    for h in (None, True):
+        r = search(orphan, "policy+brkga", budget=40, population_size=20, seed=0,
+                   progress=False, heuristic_seeds=h)
+        assert r.cost <= best * (1 + RTOL)
+    # the option is consumed by the method, not handed to the evolutionary algorithm
+    off = search(orphan, "policy+brkga", budget=40, population_size=20, seed=0,
+                 progress=False, heuristic_seeds=False)
+    assert off.evaluations == 40 and off.info["policy"] == "gnn-v4-train"
+
+
+
 def test_policy_method_reports_a_bad_checkpoint(tmp_path):
     p = jp.Problem(small_graph(1), 3)
     with pytest.raises(jp.JaxplaceError, match="missing|not found|no such"):

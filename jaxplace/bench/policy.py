@@ -12,7 +12,8 @@ better), the decoder evaluations, and the median wall time per run of:
 - brkga-1000, brkga-10000: `jp.search(p, "brkga", budget=...)`;
 - default: `jp.search(p)`;
 - on request (`--methods`): policy+brkga-B and policy-B, the `jp.search` methods
-  "policy+brkga" and "policy" with budget B and this bench's policy, and
+  "policy+brkga" and "policy" with budget B and this bench's policy
+  (`--heuristic-seeds` sets policy+brkga's option of that name), and
   default+policy, the default search whose BRKGA phase is coupled with the policy;
   default-plain, the default search with the coupling off at every k.
 
@@ -61,8 +62,10 @@ def held_out_problems(count: int = 12, seed: int = 0, ks=BENCH_KS,
     return [p.replace(k=int(ks[i % len(ks)])) for i, p in enumerate(probs)]
 
 
-def run_method(problem, name: str, policy, seed: int) -> tuple[float, int, float]:
-    """(cost, evaluations, wall s) of one bench method on one problem."""
+def run_method(problem, name: str, policy, seed: int,
+               heuristic_seeds: bool | None = None) -> tuple[float, int, float]:
+    """(cost, evaluations, wall s) of one bench method on one problem;
+    `heuristic_seeds` goes to "policy+brkga" (None: its default)."""
     import jaxplace as jp
 
     # policy-greedy = the "policy" method with 1 evaluation (the mode), policy-bestN =
@@ -71,8 +74,9 @@ def run_method(problem, name: str, policy, seed: int) -> tuple[float, int, float
     if m := re.fullmatch(r"(random|brkga)-(\d+)", name):
         r = jp.search(problem, m[1], budget=int(m[2]), seed=seed, progress=False)
     elif m := re.fullmatch(r"(policy\+brkga|policy)-(\d+)", name):
+        kw = {} if m[1] == "policy" else {"heuristic_seeds": heuristic_seeds}
         r = jp.search(problem, m[1], budget=int(m[2]), seed=seed, progress=False,
-                      policy=getattr(policy, "path", None))
+                      policy=getattr(policy, "path", None), **kw)
     elif name == "default+policy":
         kw = {"policy": policy.path} if getattr(policy, "path", None) else {}
         r = jp.search(problem, seed=seed, progress=False, use_policy=True, **kw)
@@ -112,11 +116,14 @@ def summarize(rows: list[dict], methods) -> str:
 
 
 def run_policy_bench(problems, policy=None, methods=DEFAULT_METHODS, *, seed: int = 0,
-                     file=sys.stdout, verbose: bool = True, indices=None) -> list[dict]:
+                     file=sys.stdout, verbose: bool = True, indices=None,
+                     heuristic_seeds: bool | None = None) -> list[dict]:
     """Run every method on every problem; print the summary table to `file`.
 
     `indices` (default 0, 1, ...): each problem's index in its held-out set, which
     seeds its searches (`seed + index`), so a subset gets the full set's seeds.
+    `heuristic_seeds`: the "policy+brkga" option (None: its default, on graphs with
+    free units only).
     Returns one row per (problem, method): {"index", "n", "k", "method", "cost",
     "ratio" (cost / simple lower bound), "evaluations", "wall"}.
     """
@@ -132,7 +139,7 @@ def run_policy_bench(problems, policy=None, methods=DEFAULT_METHODS, *, seed: in
     for i, (index, p) in enumerate(zip(indices, problems, strict=True)):
         lb = jp.simple_lower_bound(p)
         for m in methods:
-            cost, evals, wall = run_method(p, m, policy, seed + index)
+            cost, evals, wall = run_method(p, m, policy, seed + index, heuristic_seeds)
             rows.append({"index": index, "n": p.n, "k": p.k, "method": m, "cost": cost,
                          "ratio": cost / lb, "evaluations": evals, "wall": wall})
         if verbose:
@@ -163,6 +170,9 @@ def add_arguments(p) -> None:
     p.add_argument("--only-k", default=None, metavar="K[,K]",
                    help="run only the problems with these k (same problems and seeds "
                    "as in the full set)")
+    p.add_argument("--heuristic-seeds", choices=("auto", "on", "off"), default="auto",
+                   help="policy+brkga: heuristic orders in the first population (auto: "
+                   "on graphs with free units only)")
     p.add_argument("--methods", default=",".join(DEFAULT_METHODS),
                    help="comma-separated methods")
     p.add_argument("--markdown", default=None, help="also write the table to this file")
@@ -206,8 +216,9 @@ def run(args) -> int:
             raise JaxplaceError(f"no problem of the set has k in {sorted(keep)} "
                                 f"(k cycles through {list(BENCH_KS)})", field="--only-k")
         problems = [problems[i] for i in indices]
+    heuristic = {"auto": None, "on": True, "off": False}[args.heuristic_seeds]
     rows = run_policy_bench(problems, args.policy, methods, seed=args.seed,
-                            indices=indices)
+                            indices=indices, heuristic_seeds=heuristic)
     text = summarize(rows, methods)
     if args.markdown:
         with open(args.markdown, "w") as f:

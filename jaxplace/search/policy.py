@@ -4,7 +4,13 @@
   priority sampling, Jeon et al., ICLR 2023).
 - "policy+brkga": BRKGA whose first population is the mode plus samples and whose
   mutants are drawn from the policy instead of uniformly (REGAL's coupling, Paliwal
-  et al., ICLR 2020). `budget` counts decoder evaluations in both.
+  et al., ICLR 2020). On graphs with free units (placement units with no ordering
+  edge) its first population also holds the heuristic orders (`seed_priorities`), which
+  the policy's samples alone missed there (with / without 0.980 per problem on 48
+  held-out orphan graphs; the proven optimum on bert_l-3_training, where it was 4.0 x
+  L on 3 of 5 seeds); elsewhere they made it worse (notes/policy_heuristic_seeds.md).
+  Option `heuristic_seeds` forces them on or off. `budget` counts decoder evaluations
+  in both methods.
 
 The policy is the shipped one for the problem (`jaxplace.policy.default_policy_name`:
 gnn-v3; gnn-v3-train on graphs with colocation classes, gnn-v4-train on those with
@@ -23,6 +29,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxplace.search.baselines import seed_priorities
 from jaxplace.search.driver import run_program
 from jaxplace.search.methods import DEFAULT_POPULATION
 from jaxplace.search.programs import DecodeFitness, EvosaxProgram, SearchData
@@ -128,10 +135,29 @@ def policy_evolve(req: SearchRequest, *, budget: int, population: int, path=None
                        patience=patience)
 
 
+def _to_keys(x) -> np.ndarray:
+    """Priorities mapped into (0, 1), BRKGA's key range, keeping their order and ties."""
+    values, rank = np.unique(np.asarray(x), return_inverse=True)
+    return ((rank + 1) / (len(values) + 1)).astype(np.float32)
+
+
+def heuristic_seeds_apply(problem, option=None) -> bool:
+    """Whether "policy+brkga" puts the heuristic orders (`seed_priorities`: DFS, ASAP,
+    ALAP over placement units, free units next to their tensor partner) in its first
+    population: the option `heuristic_seeds` when given, else only on graphs with free
+    units, where the DFS order alone beat the orphan policy's greedy order
+    (notes/policy_orphans.md)."""
+    if option is not None:
+        return bool(option)
+    units = problem.graph.units
+    return not units.trivial and len(units.free_units()) > 0
+
+
 def policy_search(req: SearchRequest, coupled: bool):
     """See the module doc. Options: `policy` (checkpoint path)."""
     opts = dict(req.options)
     path = opts.pop("policy", None)
+    heuristic = opts.pop("heuristic_seeds", None)
     dist = padded_distribution(req, path)
     from jaxplace.policy import greedy_priorities
 
@@ -146,8 +172,12 @@ def policy_search(req: SearchRequest, coupled: bool):
                                      tuple(sorted(opts.items())))
         X0 = np.array(_sample(dist, k_init, P), np.float32)
         X0[0] = mode
-        if req.seeds is not None:
-            X0[1:1 + len(req.seeds), :req.problem.n] = req.seeds[:P - 1]
+        rows = [] if req.seeds is None else list(req.seeds)
+        if heuristic_seeds_apply(req.problem, heuristic):
+            rows += [_to_keys(x) for x in seed_priorities(req.problem.graph)]
+        if rows:
+            rows = np.asarray(rows, np.float32)[:P - 1]
+            X0[1:1 + len(rows), :req.problem.n] = rows
         data = SearchData(g=req.graph, dist=dist, params=program.algo.default_params)
         steps = max(budget // P - 1, 0)
     else:
@@ -162,5 +192,6 @@ def policy_search(req: SearchRequest, coupled: bool):
                   info={"policy": policy_label(req, path)})
 
 
-__all__ = ["PolicyBRKGAProgram", "PolicySampleProgram", "padded_distribution",
+__all__ = ["PolicyBRKGAProgram", "PolicySampleProgram", "heuristic_seeds_apply",
+           "padded_distribution",
            "policy_evolve", "policy_label", "policy_search"]

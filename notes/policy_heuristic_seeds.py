@@ -1,0 +1,43 @@
+"""policy+brkga with and without the heuristic orders (DFS, ASAP, ALAP over units, free
+units placed) in its first population, per problem, same search seed.
+
+    python notes/policy_heuristic_seeds.py SEED COUNT plain|coloc|orph BUDGET
+"""
+
+import sys
+
+import numpy as np
+
+import jaxplace as jp
+from jaxplace.bench.policy import held_out_problems
+
+
+def main(seed: int, count: int, family: str, budget: int) -> None:
+    kw = {}
+    if family in ("coloc", "orph"):
+        kw["colocation_fraction"] = 1.0
+    if family == "orph":
+        kw["orphan_range"] = (0.05, 0.25)
+    rows = []
+    for i, p in enumerate(held_out_problems(count, seed, **kw)):
+        lb, c, t = jp.simple_lower_bound(p), [], []
+        for h in (False, True):
+            r = jp.search(p, "policy+brkga", budget=budget, seed=seed, progress=False,
+                          heuristic_seeds=h)
+            c.append(r.cost / lb)
+            t.append(r.wall_time)
+        rows.append((p.k, c[0], c[1]))
+        print(f"{i} n={p.n} k={p.k} free={len(p.graph.units.free_units())} "
+              f"without={c[0]:.4f} with={c[1]:.4f} ratio={c[1] / c[0]:.4f} "
+              f"wall {t[0]:.1f}/{t[1]:.1f}s", flush=True)
+    r = np.array(rows)
+    for k in (4, 8, 16, None):
+        s = r if k is None else r[r[:, 0] == k]
+        q = s[:, 2] / s[:, 1]
+        print(f"k={k or 'all'} with/without {np.exp(np.log(q).mean()):.4f} "
+              f"wins {(q < 1 - 1e-9).sum()} losses {(q > 1 + 1e-9).sum()} "
+              f"(of {len(q)})")
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], int(sys.argv[4]))
