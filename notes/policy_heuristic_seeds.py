@@ -1,7 +1,10 @@
 """policy+brkga with and without the heuristic orders (DFS, ASAP, ALAP over units, free
 units placed) in its first population, per problem, same search seed.
 
-    python notes/policy_heuristic_seeds.py SEED COUNT plain|coloc|orph BUDGET
+    python notes/policy_heuristic_seeds.py SEED COUNT plain|coloc|orph BUDGET [OPTION]
+
+OPTION (default heuristic_seeds): the option compared, off (False, or 0 for
+dfs_anchor) against on (True, or the method's default for dfs_anchor).
 """
 
 import sys
@@ -12,7 +15,9 @@ import jaxplace as jp
 from jaxplace.bench.policy import held_out_problems
 
 
-def main(seed: int, count: int, family: str, budget: int) -> None:
+def main(seed: int, count: int, family: str, budget: int,
+         option: str = "heuristic_seeds") -> None:
+    values = (False, True) if option == "heuristic_seeds" else (0.0, None)
     kw = {}
     if family in ("coloc", "orph"):
         kw["colocation_fraction"] = 1.0
@@ -21,9 +26,9 @@ def main(seed: int, count: int, family: str, budget: int) -> None:
     rows = []
     for i, p in enumerate(held_out_problems(count, seed, **kw)):
         lb, c, t = jp.simple_lower_bound(p), [], []
-        for h in (False, True):
+        for h in values:
             r = jp.search(p, "policy+brkga", budget=budget, seed=seed, progress=False,
-                          heuristic_seeds=h)
+                          **{option: h})
             c.append(r.cost / lb)
             t.append(r.wall_time)
         rows.append((p.k, c[0], c[1]))
@@ -40,4 +45,5 @@ def main(seed: int, count: int, family: str, budget: int) -> None:
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], int(sys.argv[4]))
+    main(int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], int(sys.argv[4]),
+         *sys.argv[5:6])

@@ -581,6 +581,15 @@ def test_bench_n_range_sets_the_graph_sizes():
     assert all(50 <= p.n <= 300 for p in small), [p.n for p in small]
 
 
+@pytest.mark.parametrize("bad", ["x", "nan", "inf"])
+def test_bench_dfs_anchor_bad_value_is_one_line(bad, capsys):
+    from jaxplace.cli.main import main
+
+    assert main(["bench", "policy", "--count", "3", "--dfs-anchor", bad]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "--dfs-anchor" in err and "finite" in err, err
+
+
 @pytest.mark.parametrize("only, msg", [("5", "no problem of the set has k"),
                                        ("x", "expected integers")])
 def test_bench_only_k_bad_value_is_one_line(only, msg, capsys):

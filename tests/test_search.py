@@ -583,6 +583,47 @@ def test_policy_brkga_starts_from_the_heuristic_orders_on_graphs_with_free_units
 
 
 
+def test_policy_means_are_anchored_to_the_dfs_order_on_graphs_with_free_units():
+    from jaxplace.generators import training_graph
+    from jaxplace.policy import dfs_ranks, load_policy, node_distribution
+    from jaxplace.search.baselines import seed_priorities
+    from jaxplace.search.policy import DFS_ANCHOR, dfs_anchor_for
+
+    plain = jp.Problem(small_graph(1), 3)
+    orphan = jp.Problem(training_graph(small_graph(0), seed=0, orphan=0.3), 3)
+    a = dfs_ranks(orphan)
+    assert a.min() >= -1 and a.max() <= 1 and a.shape == (orphan.n,)
+    x = seed_priorities(orphan.graph)[0]
+    assert np.array_equal(np.sign(x[:, None] - x[None]), np.sign(a[:, None] - a[None]))
+    u = orphan.graph.units.unit_of  # a unit's members share its rank
+    for k in np.unique(u):
+        assert np.ptp(a[u == k]) == 0
+    r = dfs_ranks(plain)  # no ties: exactly evenly spaced from 1 (first) to -1
+    np.testing.assert_allclose(np.sort(r), np.linspace(-1, 1, plain.n), atol=1e-12)
+    pol = load_policy(problem=orphan)
+    raw, anchored = node_distribution(pol, orphan), node_distribution(pol, orphan, 0.5)
+    np.testing.assert_allclose(anchored["mean"], raw["mean"] + 0.5 * a, atol=1e-6)
+    np.testing.assert_array_equal(anchored["log_std"], raw["log_std"])
+    assert dfs_anchor_for(orphan) == DFS_ANCHOR > 0 and dfs_anchor_for(plain) == 0
+    assert dfs_anchor_for(orphan, coupled=True) == 0  # policy+brkga: off by default
+    assert dfs_anchor_for(plain, "0.25") == 0.25
+    # the search methods sample from the anchored distribution and say so
+    for method, default in (("policy", DFS_ANCHOR), ("policy+brkga", 0.0)):
+        kw = dict(budget=40, population_size=20, seed=0, progress=False)
+        auto = search(orphan, method, **kw)
+        off = search(orphan, method, dfs_anchor=0, **kw)
+        on = search(orphan, method, dfs_anchor=2, **kw)
+        assert auto.info.get("dfs_anchor", 0.0) == default
+        assert "dfs_anchor" not in off.info and on.info["dfs_anchor"] == 2
+    one = search(orphan, "policy", budget=1, progress=False)
+    mode = 1 / (1 + np.exp(-(raw["mean"] + DFS_ANCHOR * a)))
+    assert np.isclose(one.cost, jp.reference.decode_reference(orphan, mode).cost,
+                      rtol=RTOL)
+    assert "dfs_anchor" not in search(plain, "policy", budget=1, progress=False).info
+    with pytest.raises(jp.JaxplaceError, match="dfs_anchor"):
+        search(orphan, "policy", budget=1, progress=False, dfs_anchor="nan")
+
+
 def test_policy_method_reports_a_bad_checkpoint(tmp_path):
     p = jp.Problem(small_graph(1), 3)
     with pytest.raises(jp.JaxplaceError, match="missing|not found|no such"):

@@ -13,7 +13,7 @@ better), the decoder evaluations, and the median wall time per run of:
 - default: `jp.search(p)`;
 - on request (`--methods`): policy+brkga-B and policy-B, the `jp.search` methods
   "policy+brkga" and "policy" with budget B and this bench's policy
-  (`--heuristic-seeds` sets policy+brkga's option of that name), and
+  (`--heuristic-seeds` and `--dfs-anchor` set their options of those names), and
   default+policy, the default search whose BRKGA phase is coupled with the policy;
   default-plain, the default search with the coupling off at every k.
 
@@ -62,10 +62,11 @@ def held_out_problems(count: int = 12, seed: int = 0, ks=BENCH_KS,
     return [p.replace(k=int(ks[i % len(ks)])) for i, p in enumerate(probs)]
 
 
-def run_method(problem, name: str, policy, seed: int,
-               heuristic_seeds: bool | None = None) -> tuple[float, int, float]:
+def run_method(problem, name: str, policy, seed: int, heuristic_seeds: bool | None = None,
+               dfs_anchor: float | None = None) -> tuple[float, int, float]:
     """(cost, evaluations, wall s) of one bench method on one problem;
-    `heuristic_seeds` goes to "policy+brkga" (None: its default)."""
+    `heuristic_seeds` goes to "policy+brkga", `dfs_anchor` to it and "policy" (None:
+    their defaults)."""
     import jaxplace as jp
 
     # policy-greedy = the "policy" method with 1 evaluation (the mode), policy-bestN =
@@ -74,7 +75,9 @@ def run_method(problem, name: str, policy, seed: int,
     if m := re.fullmatch(r"(random|brkga)-(\d+)", name):
         r = jp.search(problem, m[1], budget=int(m[2]), seed=seed, progress=False)
     elif m := re.fullmatch(r"(policy\+brkga|policy)-(\d+)", name):
-        kw = {} if m[1] == "policy" else {"heuristic_seeds": heuristic_seeds}
+        kw = {"dfs_anchor": dfs_anchor}
+        if m[1] != "policy":
+            kw["heuristic_seeds"] = heuristic_seeds
         r = jp.search(problem, m[1], budget=int(m[2]), seed=seed, progress=False,
                       policy=getattr(policy, "path", None), **kw)
     elif name == "default+policy":
@@ -117,13 +120,14 @@ def summarize(rows: list[dict], methods) -> str:
 
 def run_policy_bench(problems, policy=None, methods=DEFAULT_METHODS, *, seed: int = 0,
                      file=sys.stdout, verbose: bool = True, indices=None,
-                     heuristic_seeds: bool | None = None) -> list[dict]:
+                     heuristic_seeds: bool | None = None,
+                     dfs_anchor: float | None = None) -> list[dict]:
     """Run every method on every problem; print the summary table to `file`.
 
     `indices` (default 0, 1, ...): each problem's index in its held-out set, which
     seeds its searches (`seed + index`), so a subset gets the full set's seeds.
-    `heuristic_seeds`: the "policy+brkga" option (None: its default, on graphs with
-    free units only).
+    `heuristic_seeds`, `dfs_anchor`: the options of "policy+brkga" and "policy" (None:
+    their defaults, on graphs with free units only).
     Returns one row per (problem, method): {"index", "n", "k", "method", "cost",
     "ratio" (cost / simple lower bound), "evaluations", "wall"}.
     """
@@ -139,7 +143,8 @@ def run_policy_bench(problems, policy=None, methods=DEFAULT_METHODS, *, seed: in
     for i, (index, p) in enumerate(zip(indices, problems, strict=True)):
         lb = jp.simple_lower_bound(p)
         for m in methods:
-            cost, evals, wall = run_method(p, m, policy, seed + index, heuristic_seeds)
+            cost, evals, wall = run_method(p, m, policy, seed + index, heuristic_seeds,
+                                           dfs_anchor)
             rows.append({"index": index, "n": p.n, "k": p.k, "method": m, "cost": cost,
                          "ratio": cost / lb, "evaluations": evals, "wall": wall})
         if verbose:
@@ -173,6 +178,10 @@ def add_arguments(p) -> None:
     p.add_argument("--heuristic-seeds", choices=("auto", "on", "off"), default="auto",
                    help="policy+brkga: heuristic orders in the first population (auto: "
                    "on graphs with free units only)")
+    p.add_argument("--dfs-anchor", default="auto", metavar="auto|A",
+                   help="policy and policy+brkga: add A x the DFS rank to the policy's "
+                   "means (auto: their defaults, 1 for policy on graphs with free units, "
+                   "else 0)")
     p.add_argument("--methods", default=",".join(DEFAULT_METHODS),
                    help="comma-separated methods")
     p.add_argument("--markdown", default=None, help="also write the table to this file")
@@ -195,6 +204,16 @@ def run(args) -> int:
     import json
 
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+    heuristic = {"auto": None, "on": True, "off": False}[args.heuristic_seeds]
+    anchor = None
+    if args.dfs_anchor != "auto":
+        try:
+            anchor = float(args.dfs_anchor)
+        except ValueError:
+            anchor = float("nan")
+        if not np.isfinite(anchor):
+            raise JaxplaceError(f"expected auto or a finite number, got "
+                                f"{args.dfs_anchor!r}", field="--dfs-anchor")
     orphans = (0.0, 0.0)
     if args.orphans is not None:
         orphans = _pair(args.orphans, "--orphans", float, 0.0, 1.0)
@@ -216,9 +235,8 @@ def run(args) -> int:
             raise JaxplaceError(f"no problem of the set has k in {sorted(keep)} "
                                 f"(k cycles through {list(BENCH_KS)})", field="--only-k")
         problems = [problems[i] for i in indices]
-    heuristic = {"auto": None, "on": True, "off": False}[args.heuristic_seeds]
     rows = run_policy_bench(problems, args.policy, methods, seed=args.seed,
-                            indices=indices, heuristic_seeds=heuristic)
+                            indices=indices, heuristic_seeds=heuristic, dfs_anchor=anchor)
     text = summarize(rows, methods)
     if args.markdown:
         with open(args.markdown, "w") as f:

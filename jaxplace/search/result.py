@@ -60,7 +60,9 @@ class Result:
         interrupted: True when Ctrl-C or the time limit stopped the search early.
         info: method details: for "policy", "policy+brkga" and a default search
             coupled with the policy, "policy" (the shipped policy's name, or the path
-            given); for the default search its phases' bests and the MIP polish.
+            given) and, when the policy's means were anchored to the DFS order,
+            "dfs_anchor"; for the default search its phases' bests and the MIP
+            polish.
         schedule: for latency problems, the `jaxplace.latency.Schedule` (device,
             start and finish of every op, the transfers); `cost` is its makespan and
             `partition.assignment` the device of every op. For method
