@@ -1,7 +1,8 @@
 """Policy transfer: a policy on the NeurIPS workloads and on 1000-node generated graphs.
 
 python notes/policy_transfer.py [METHODS] [OUT.json] [POLICY]   # METHODS comma-separated
-(POLICY: a policy directory; default: the shipped one; ONLY=regal in the environment
+(POLICY: a policy directory; default: the shipped one for each problem,
+`jaxplace.policy.default_policy_name`; ONLY=regal in the environment
 keeps the problems whose name starts with it)
 """
 
@@ -17,7 +18,7 @@ from jaxplace.bench.policy import run_method
 from jaxplace.generators import generate
 from jaxplace.policy.inference import load_policy
 
-pol = load_policy(sys.argv[3] if len(sys.argv) > 3 else None)
+pol = load_policy(sys.argv[3]) if len(sys.argv) > 3 else None
 methods = (
     sys.argv[1].split(",")
     if len(sys.argv) > 1

@@ -95,8 +95,9 @@ def test_padding_shapes_and_masks():
 # -- (2) model ----------------------------------------------------------------------------
 
 
-def _random_model(hidden=16, layers=2, seed=0):
-    model = PolicyModel(ModelConfig(hidden=hidden, layers=layers), nnx.Rngs(seed))
+def _random_model(hidden=16, layers=2, seed=0, dfs_anchor=0.0):
+    model = PolicyModel(ModelConfig(hidden=hidden, layers=layers, dfs_anchor=dfs_anchor),
+                        nnx.Rngs(seed))
     # the output layer starts at zero (uniform policy); make it informative
     shape = model.final.kernel.get_value().shape
     model.final.kernel[...] = jax.random.normal(jax.random.key(seed + 7), shape)
@@ -106,6 +107,20 @@ def _random_model(hidden=16, layers=2, seed=0):
 def _apply(model, inputs):
     graphdef, params = nnx.split(model)
     return pure_apply(graphdef)(params, {k: jnp.asarray(v) for k, v in inputs.items()})
+
+
+def test_model_dfs_anchor_shifts_the_means_by_the_dfs_ranks():
+    p = _problem(n=24)
+    f = F.featurize(p, anchor=True)
+    np.testing.assert_allclose(f.anchor, F.dfs_ranks(p), atol=1e-6)
+    assert F.featurize(p).anchor is None and not F.pad(F.featurize(p), f.sizes)["anchor"].any()
+    inputs = F.pad(f, f.sizes)
+    m0, s0 = _apply(_random_model(), inputs)
+    m1, s1 = _apply(_random_model(dfs_anchor=0.7), inputs)  # same weights
+    n = p.n
+    np.testing.assert_allclose(np.asarray(m1)[:n], np.asarray(m0)[:n] + 0.7 * f.anchor,
+                               atol=1e-5)
+    np.testing.assert_array_equal(np.asarray(s1), np.asarray(s0))
 
 
 def test_model_is_padding_invariant():
@@ -663,6 +678,25 @@ def test_training_adds_attention_to_a_starting_policy(tiny_run, tmp_path):
     assert config.attention_layers == 1
     kernel = nnx.to_pure_dict(params)["attention"][0]["attn"]["out"]["kernel"]
     assert np.abs(np.asarray(kernel)).max() > 0  # the new block was trained
+
+def test_training_with_a_dfs_anchor_starts_from_a_policy_without_one(tiny_run, tmp_path):
+    """A recipe that is its `init` policy plus a DFS anchor loads its weights and
+    trains; the saved policy keeps the anchor, and searches do not add another."""
+    _, path = tiny_run
+    model = dataclasses.replace(TINY.model, dfs_anchor=1.0)
+    cfg = dataclasses.replace(TINY, steps=50, checkpoint_every=50, validate_every=50,
+                              init=str(path), model=model)
+    new = train(cfg, tmp_path, progress=False, quiet=True, problems=TINY_PROBLEMS)
+    assert ck.read_policy(new)[0].dfs_anchor == 1.0
+    from jaxplace.generators import training_graph
+
+    orphan = jp.Problem(training_graph(regal(0, n=20), seed=0, orphan=0.3), 3)
+    r = jp.search(orphan, "policy", budget=1, progress=False, policy=str(new))
+    assert "dfs_anchor" not in r.info  # its own anchor only
+    d = node_distribution(load_policy(str(new)), orphan)
+    mode = 1 / (1 + np.exp(-d["mean"]))
+    assert np.isclose(r.cost, jp.reference.decode_reference(orphan, mode).cost, rtol=1e-5)
+
 
 @pytest.mark.parametrize("bad", ["missing", "other"])
 def test_bad_starting_policy_names_file_and_field(tiny_run, tmp_path, bad, capsys):

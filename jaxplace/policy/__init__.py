@@ -14,6 +14,7 @@ and `distribution` for the distribution;
 """
 
 from jaxplace.policy.distribution import greedy_priorities, sample_priorities
+from jaxplace.policy.features import dfs_ranks
 from jaxplace.policy.inference import (
     COLOCATION_POLICY,
     DEFAULT_POLICY,
@@ -21,7 +22,6 @@ from jaxplace.policy.inference import (
     Policy,
     default_policy_name,
     default_policy_path,
-    dfs_ranks,
     load_policy,
     node_distribution,
     policy_from_model,

@@ -183,6 +183,7 @@ class Featurized:
     mem_node: np.ndarray  # (M,) int64
     mem_tensor: np.ndarray  # (M,) int64
     num_tensors: int
+    anchor: np.ndarray | None = None  # (n,) float32 DFS ranks (`dfs_ranks`); None: 0
 
     @property
     def sizes(self) -> Sizes:
@@ -202,12 +203,26 @@ class Featurized:
         return Sizes(S, 4 * S, 8 * S, S)
 
 
-def featurize(problem: Problem) -> Featurized:
-    """Unpadded scale-free features and message-passing structure of `problem`."""
+def dfs_ranks(problem: Problem) -> np.ndarray:
+    """(n,) float64 in [-1, 1]: each node's place in the DFS order over placement
+    units with free units next to their tensor partner (`seed_priorities`' first
+    order), 1 first; members of a unit share their unit's (average) rank."""
+    from jaxplace.search.baselines import seed_priorities
+
+    x = seed_priorities(problem.graph)[0].astype(np.float64)
+    values, inverse, counts = np.unique(x, return_inverse=True, return_counts=True)
+    rank = (np.cumsum(counts) - (counts - 1) / 2 - 1)[inverse]  # 0-based, ties averaged
+    return 2 * rank / max(problem.n - 1, 1) - 1
+
+
+def featurize(problem: Problem, anchor: bool = False) -> Featurized:
+    """Unpadded scale-free features and message-passing structure of `problem`;
+    `anchor`: also its DFS ranks (for models with `ModelConfig.dfs_anchor`)."""
     g = problem.graph
     mn, mt, T = _memberships(g)
+    ranks = dfs_ranks(problem).astype(np.float32) if anchor else None
     return Featurized(node_features(problem), graph_features(problem),
-                      np.asarray(g.edges, np.int64), mn, mt, T)
+                      np.asarray(g.edges, np.int64), mn, mt, T, ranks)
 
 
 def pad(f: Featurized, sizes: Sizes) -> dict[str, np.ndarray]:
@@ -227,9 +242,12 @@ def pad(f: Featurized, sizes: Sizes) -> dict[str, np.ndarray]:
     mem_node = np.full(M, N, np.int32)
     mem_tensor = np.full(M, T, np.int32)
     mem_node[:mm], mem_tensor[:mm] = f.mem_node, f.mem_tensor
+    anchor = np.zeros(N, np.float32)
+    if f.anchor is not None:
+        anchor[:n] = f.anchor
     return dict(node=node, mask=np.arange(N) < n, graph=f.graph.copy(), src=src,
                 dst=dst, mem_node=mem_node, mem_tensor=mem_tensor,
-                tmask=np.arange(T) < f.num_tensors)
+                tmask=np.arange(T) < f.num_tensors, anchor=anchor)
 
 
 def stack(feats: list[Featurized], sizes: Sizes | None = None) -> tuple[Sizes, dict]:

@@ -99,18 +99,6 @@ def _forward(graphdef, params, inputs):
     return pure_apply(graphdef)(params, inputs)
 
 
-def dfs_ranks(problem: Problem) -> np.ndarray:
-    """(n,) float64 in [-1, 1]: each node's place in the DFS order over placement
-    units with free units next to their tensor partner (`seed_priorities`' first
-    order), 1 first; members of a unit share their unit's (average) rank."""
-    from jaxplace.search.baselines import seed_priorities
-
-    x = seed_priorities(problem.graph)[0].astype(np.float64)
-    values, inverse, counts = np.unique(x, return_inverse=True, return_counts=True)
-    rank = (np.cumsum(counts) - (counts - 1) / 2 - 1)[inverse]  # 0-based, ties averaged
-    return 2 * rank / max(problem.n - 1, 1) - 1
-
-
 def node_distribution(policy: Policy, problem: Problem,
                       anchor: float = 0.0) -> dict[str, np.ndarray]:
     """Per-node Gaussian parameters for `problem`: {"mean", "log_std"}, each (n,)
@@ -118,15 +106,16 @@ def node_distribution(policy: Policy, problem: Problem,
     share a compile (`Featurized.coarse_sizes`). `anchor` != 0 adds anchor x
     `dfs_ranks(problem)` to the means: the policy's distribution pulled toward the
     DFS order (used on graphs with free units, where that order alone beats the
-    policy's mode; notes/policy_heuristic_seeds.md)."""
+    policy's mode; notes/policy_heuristic_seeds.md), on top of the model's own
+    `ModelConfig.dfs_anchor`."""
     if not isinstance(problem, Problem):
         raise JaxplaceError(f"expected a Problem, got {type(problem).__name__}",
                             field="problem")
-    f = F.featurize(problem)
+    f = F.featurize(problem, anchor=bool(policy.config.dfs_anchor))
     inputs = F.pad(f, f.coarse_sizes)
     mean, log_std = _forward(policy.graphdef, policy.params, inputs)
     n = problem.n
     mean = np.asarray(mean, np.float32)[:n]
     if anchor:
-        mean = (mean + anchor * dfs_ranks(problem)).astype(np.float32)
+        mean = (mean + anchor * F.dfs_ranks(problem)).astype(np.float32)
     return {"mean": mean, "log_std": np.asarray(log_std, np.float32)[:n]}

@@ -45,6 +45,9 @@ class ModelConfig:
             output projections start at zero, so a policy with them starts as the
             same policy without them (`TrainConfig.init` fine-tunes from one).
         attention_heads: heads of each attention block.
+        dfs_anchor: the means are the network's plus dfs_anchor x the node's DFS rank
+            in [-1, 1] (`jaxplace.policy.dfs_ranks`, input "anchor"): a policy that
+            learns offsets from the DFS order instead of whole orders (0: none).
     """
 
     hidden: int = 64
@@ -55,6 +58,7 @@ class ModelConfig:
     init_log_std: float = 0.0
     attention_layers: int = 0
     attention_heads: int = 4
+    dfs_anchor: float = 0.0
     node_features: int = NUM_NODE_FEATURES
     graph_features: int = NUM_GRAPH_FEATURES
     feature_version: int = FEATURE_VERSION
@@ -137,7 +141,7 @@ class PolicyModel(nnx.Module):
         self.final = nnx.Linear(H, 2, kernel_init=nnx.initializers.zeros, rngs=rngs)
 
     def __call__(self, node, mask, graph, src, dst, mem_node, mem_tensor, tmask,
-                 with_raw: bool = False):
+                 anchor=None, with_raw: bool = False):
         """Per-node distribution parameters of one graph.
 
         Args:
@@ -146,6 +150,8 @@ class PolicyModel(nnx.Module):
             src, dst: (E,) int32 directed edges, padded with N.
             mem_node, mem_tensor: (M,) int32 tensor memberships, padded with N and T.
             tmask: (T,) bool real tensors.
+            anchor: (N,) float32 DFS ranks, added to the means x `dfs_anchor` (None:
+                zeros).
 
         Returns:
             (mean, log_std): two (N,) float32 arrays (padding rows are meaningless);
@@ -174,6 +180,8 @@ class PolicyModel(nnx.Module):
         z = jax.nn.gelu(self.head(jnp.concatenate([h, jnp.broadcast_to(ctx, h.shape)], 1)))
         raw = self.final(z)
         mean = c.mean_scale * jnp.tanh(raw[:, 0] / c.mean_scale)
+        if c.dfs_anchor and anchor is not None:
+            mean = mean + c.dfs_anchor * anchor
         lo, hi = c.log_std_min, c.log_std_max
         # shift so that raw == 0 gives init_log_std
         b = jnp.log((c.init_log_std - lo) / (hi - c.init_log_std))
@@ -181,7 +189,8 @@ class PolicyModel(nnx.Module):
         return (mean, log_std, raw) if with_raw else (mean, log_std)
 
 
-INPUT_KEYS = ("node", "mask", "graph", "src", "dst", "mem_node", "mem_tensor", "tmask")
+INPUT_KEYS = ("node", "mask", "graph", "src", "dst", "mem_node", "mem_tensor", "tmask",
+              "anchor")
 
 
 def pure_apply(graphdef, with_raw: bool = False):

@@ -340,12 +340,13 @@ def training_spec(cfg: TrainConfig, problems):
                 NX=NX)
 
 
-def device_pool(problems, spec, sizes: F.Sizes) -> dict:
-    """Stacked padded model inputs, decoder graphs and lower bounds, on device."""
+def device_pool(problems, spec, sizes: F.Sizes, anchor: bool = False) -> dict:
+    """Stacked padded model inputs (`anchor`: with DFS ranks), decoder graphs and
+    lower bounds, on device."""
     from jaxplace.cost import simple_lower_bound
     from jaxplace.decoder import stack_graphs
 
-    _, inputs = F.stack([F.featurize(p) for p in problems], sizes)
+    _, inputs = F.stack([F.featurize(p, anchor) for p in problems], sizes)
     _, graphs = stack_graphs(problems, spec=spec)
     lb = np.array([simple_lower_bound(p) for p in problems], np.float32)
     return {"inputs": jax.tree.map(jnp.asarray, inputs), "graphs": graphs,
@@ -385,7 +386,8 @@ def build_data(cfg: TrainConfig, problems=None):
     for p in keep + val:
         sizes = sizes.merge(F.featurize(p).sizes)
     sizes = dataclasses.replace(sizes, N=spec.width)
-    pool = device_pool(keep, spec, sizes)
+    anchor = bool(cfg.model.dfs_anchor)
+    pool = device_pool(keep, spec, sizes, anchor)
     if cfg.tie_probe:  # the validation set keeps its ties: it measures the task as given
         sel = np.flatnonzero(~tied(spec, pool, cfg.tie_probe,
                                    jax.random.fold_in(jax.random.key(cfg.seed), 0x7E5)))
@@ -394,7 +396,8 @@ def build_data(cfg: TrainConfig, problems=None):
     if cfg.expert:  # host-side: train() takes it out before the compiled steps
         pool["expert"] = expert_memory(cfg.expert, train, kept, pool["lb"], spec.width,
                                        cfg.ratio_cap, cfg.expert_labels)
-    return spec, sizes, pool, device_pool(val, spec, sizes), len(train) - len(kept)
+    return (spec, sizes, pool, device_pool(val, spec, sizes, anchor),
+            len(train) - len(kept))
 
 
 # -- compiled step ------------------------------------------------------------------------
@@ -523,8 +526,8 @@ def init_state(cfg: TrainConfig, optimizer):
     graphdef, params = nnx.split(model)
     if cfg.init:
         config, loaded, _ = ck.read_policy(cfg.init)
-        if config == cfg.model:
-            params = loaded
+        if replace(config, dfs_anchor=cfg.model.dfs_anchor) == cfg.model:
+            params = loaded  # same weights; a new anchor only shifts the means
         elif _adds_attention(config, cfg.model):
             # the new attention blocks start as the identity, the rest as the init's
             pure = nnx.to_pure_dict(params)

@@ -98,12 +98,16 @@ class PolicyBRKGAProgram(EvosaxProgram):
         return (state, X0, jnp.asarray(False)), X, f
 
 
-def padded_distribution(req: SearchRequest, path: str | None, anchor: float = 0.0) -> dict:
+def padded_distribution(req: SearchRequest, path: str | None, anchor: float = 0.0,
+                        policy=None) -> dict:
     """The policy's per-node distribution for req.problem, padded to the width
-    (`anchor`: see `jaxplace.policy.node_distribution`)."""
+    (`anchor`: see `jaxplace.policy.node_distribution`; `policy`: the loaded policy
+    of `path`, to skip reading it again)."""
     from jaxplace.policy import load_policy, node_distribution
 
-    dist = node_distribution(load_policy(path, problem=req.problem), req.problem, anchor)
+    if policy is None:
+        policy = load_policy(path, problem=req.problem)
+    dist = node_distribution(policy, req.problem, anchor)
     width, n = req.spec.width, req.problem.n
     out = {}
     for name, a in dist.items():
@@ -147,12 +151,14 @@ def policy_evolve(req: SearchRequest, *, budget: int, population: int, path=None
                        patience=patience)
 
 
-def dfs_anchor_for(problem, option=None, coupled: bool = False) -> float:
+def dfs_anchor_for(problem, option=None, coupled: bool = False,
+                   built_in: float = 0.0) -> float:
     """The DFS anchor of the policy's means (`jaxplace.policy.node_distribution`):
     the option `dfs_anchor` when given, else for "policy" DFS_ANCHOR on graphs with
     free units and 0 elsewhere; 0 for "policy+brkga" (`coupled`), whose first
     population holds the DFS order there and where the anchor did not help
-    (notes/policy_heuristic_seeds.md)."""
+    (notes/policy_heuristic_seeds.md), and 0 for a policy trained with an anchor of
+    its own (`built_in`, its `ModelConfig.dfs_anchor`)."""
     if option is not None:
         try:
             a = float(option)
@@ -162,7 +168,9 @@ def dfs_anchor_for(problem, option=None, coupled: bool = False) -> float:
             raise JaxplaceError(f"expected a finite number, got {option!r}",
                                 field="dfs_anchor")
         return a
-    return DFS_ANCHOR if not coupled and heuristic_seeds_apply(problem) else 0.0
+    if coupled or built_in:
+        return 0.0
+    return DFS_ANCHOR if heuristic_seeds_apply(problem) else 0.0
 
 
 def _to_keys(x) -> np.ndarray:
@@ -188,8 +196,12 @@ def policy_search(req: SearchRequest, coupled: bool):
     opts = dict(req.options)
     path = opts.pop("policy", None)
     heuristic = opts.pop("heuristic_seeds", None)
-    anchor = dfs_anchor_for(req.problem, opts.pop("dfs_anchor", None), coupled)
-    dist = padded_distribution(req, path, anchor)
+    from jaxplace.policy import load_policy
+
+    policy = load_policy(path, problem=req.problem)
+    anchor = dfs_anchor_for(req.problem, opts.pop("dfs_anchor", None), coupled,
+                            policy.config.dfs_anchor)
+    dist = padded_distribution(req, path, anchor, policy)
     from jaxplace.policy import greedy_priorities
 
     mode = np.asarray(greedy_priorities(dist), np.float32)
