@@ -9,10 +9,10 @@ and random-100 (common random numbers).
 import sys
 
 import numpy as np
+from policy_heuristic_seeds import family_problems  # notes/, the script's directory
 from scipy.special import ndtr
 
 import jaxplace as jp
-from jaxplace.bench.policy import held_out_problems
 from jaxplace.policy import load_policy, node_distribution
 
 
@@ -22,14 +22,9 @@ def borda(mu, sd):
 
 
 def main(seed: int, count: int, family: str) -> None:
-    kw = {}
-    if family in ("coloc", "orph"):
-        kw["colocation_fraction"] = 1.0
-    if family == "orph":
-        kw["orphan_range"] = (0.05, 0.25)
     rng = np.random.default_rng(seed)
     rows = []
-    for i, p in enumerate(held_out_problems(count, seed, **kw)):
+    for i, p in enumerate(family_problems(seed, count, family)):
         lb = jp.simple_lower_bound(p)
         d = node_distribution(load_policy(problem=p), p)
         mu, sd = d["mean"].astype(np.float64), np.exp(d["log_std"].astype(np.float64))

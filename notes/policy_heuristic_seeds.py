@@ -15,16 +15,22 @@ import jaxplace as jp
 from jaxplace.bench.policy import held_out_problems
 
 
-def main(seed: int, count: int, family: str, budget: int,
-         option: str = "heuristic_seeds") -> None:
-    values = (False, True) if option == "heuristic_seeds" else (0.0, None)
+def family_problems(seed: int, count: int, family: str) -> list:
+    """The bench's held-out problems of a family: plain (mixed), coloc (training
+    graphs without orphans) or orph (orphan share in [0.05, 0.25])."""
     kw = {}
     if family in ("coloc", "orph"):
         kw["colocation_fraction"] = 1.0
     if family == "orph":
         kw["orphan_range"] = (0.05, 0.25)
+    return held_out_problems(count, seed, **kw)
+
+
+def main(seed: int, count: int, family: str, budget: int,
+         option: str = "heuristic_seeds") -> None:
+    values = (False, True) if option == "heuristic_seeds" else (0.0, None)
     rows = []
-    for i, p in enumerate(held_out_problems(count, seed, **kw)):
+    for i, p in enumerate(family_problems(seed, count, family)):
         lb, c, t = jp.simple_lower_bound(p), [], []
         for h in values:
             r = jp.search(p, "policy+brkga", budget=budget, seed=seed, progress=False,
