@@ -53,6 +53,13 @@ class Units:
         colour classes of their own): Kahn's order may put them anywhere."""
         return np.flatnonzero((np.diff(self.pred_ptr) == 0) & (np.diff(self.succ_ptr) == 0))
 
+    @property
+    def has_free_units(self) -> bool:
+        """Colocation classes with at least one free unit (orphan backward ops): the
+        graphs that get the orphan policy and lean on the DFS order in the policy
+        searches. A plain graph's isolated node does not count."""
+        return not self.trivial and len(self.free_units()) > 0
+
 
 def ordering_edges(graph: CompGraph) -> np.ndarray:
     """(m', 2) edges that constrain contiguity: all of them, or forward-only ones."""

@@ -28,7 +28,7 @@ import numpy as np
 
 import jaxplace as jp
 from jaxplace.bench.policy import held_out_problems
-from jaxplace.policy import greedy_priorities
+from jaxplace.policy import greedy_priorities, load_policy
 from jaxplace.search.api import _stop_rule
 from jaxplace.search.driver import run_program
 from jaxplace.search.policy import PolicyBRKGAProgram, _sample, padded_distribution
@@ -104,7 +104,7 @@ def run_variant(p, name, budget, seed):
         r = jp.search(p, seed=seed, progress=False, budget=budget, use_policy=False)
         return r.cost, r.evaluations
     req = request(p, seed, budget)
-    dist = padded_distribution(req, None)
+    dist = padded_distribution(req, load_policy(problem=req.problem))
     mode = np.asarray(greedy_priorities(dist), np.float32)
     fit = DecodeFitness(req.spec, req.window)
     k_init, k_run = jax.random.split(req.key)

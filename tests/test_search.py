@@ -528,6 +528,8 @@ def test_shipped_policy_is_chosen_by_the_problem():
     orphan = jp.Problem(training_graph(small_graph(0), seed=0, orphan=0.3), 3)
     assert coloc.graph.units.num_units < coloc.n and plain.graph.units.trivial
     assert len(coloc.graph.units.free_units()) == 0 < len(orphan.graph.units.free_units())
+    assert orphan.graph.units.has_free_units
+    assert not coloc.graph.units.has_free_units and not plain.graph.units.has_free_units
     assert default_policy_name(plain) == default_policy_name() == DEFAULT_POLICY
     assert default_policy_name(coloc) == COLOCATION_POLICY != DEFAULT_POLICY
     assert default_policy_name(orphan) == ORPHAN_POLICY != COLOCATION_POLICY

@@ -71,11 +71,9 @@ def default_policy_name(problem: Problem | None = None) -> str:
     """The shipped policy for `problem`: when its graph has colocation classes
     (non-trivial placement units), ORPHAN_POLICY if some unit is free, else
     COLOCATION_POLICY; DEFAULT_POLICY for every other graph."""
-    if problem is not None and not problem.graph.units.trivial:
-        if len(problem.graph.units.free_units()):
-            return ORPHAN_POLICY
-        return COLOCATION_POLICY
-    return DEFAULT_POLICY
+    if problem is None or problem.graph.units.trivial:
+        return DEFAULT_POLICY
+    return ORPHAN_POLICY if problem.graph.units.has_free_units else COLOCATION_POLICY
 
 
 def load_policy(path: str | None = None, problem: Problem | None = None) -> Policy:

@@ -98,15 +98,11 @@ class PolicyBRKGAProgram(EvosaxProgram):
         return (state, X0, jnp.asarray(False)), X, f
 
 
-def padded_distribution(req: SearchRequest, path: str | None, anchor: float = 0.0,
-                        policy=None) -> dict:
-    """The policy's per-node distribution for req.problem, padded to the width
-    (`anchor`: see `jaxplace.policy.node_distribution`; `policy`: the loaded policy
-    of `path`, to skip reading it again)."""
-    from jaxplace.policy import load_policy, node_distribution
+def padded_distribution(req: SearchRequest, policy, anchor: float = 0.0) -> dict:
+    """The loaded `policy`'s per-node distribution for req.problem, padded to the
+    width (`anchor`: see `jaxplace.policy.node_distribution`)."""
+    from jaxplace.policy import node_distribution
 
-    if policy is None:
-        policy = load_policy(path, problem=req.problem)
     dist = node_distribution(policy, req.problem, anchor)
     width, n = req.spec.width, req.problem.n
     out = {}
@@ -131,8 +127,9 @@ def policy_evolve(req: SearchRequest, *, budget: int, population: int, path=None
     """The coupled policy+BRKGA loop for `budget` evaluations (driver outcome): the
     first population is the policy's mode, `seeds` and policy samples; mutants are
     policy samples. Used by "policy+brkga" and by the default search's first phase."""
-    dist = padded_distribution(req, path)
-    from jaxplace.policy import greedy_priorities
+    from jaxplace.policy import greedy_priorities, load_policy
+
+    dist = padded_distribution(req, load_policy(path, problem=req.problem))
 
     mode = np.asarray(greedy_priorities(dist), np.float32)
     P = population
@@ -168,9 +165,9 @@ def dfs_anchor_for(problem, option=None, coupled: bool = False,
             raise JaxplaceError(f"expected a finite number, got {option!r}",
                                 field="dfs_anchor")
         return a
-    if coupled or built_in:
+    if coupled or built_in or not problem.graph.units.has_free_units:
         return 0.0
-    return DFS_ANCHOR if heuristic_seeds_apply(problem) else 0.0
+    return DFS_ANCHOR
 
 
 def _to_keys(x) -> np.ndarray:
@@ -185,10 +182,7 @@ def heuristic_seeds_apply(problem, option=None) -> bool:
     population: the option `heuristic_seeds` when given, else only on graphs with free
     units, where the DFS order alone beat the orphan policy's greedy order
     (notes/policy_orphans.md)."""
-    if option is not None:
-        return bool(option)
-    units = problem.graph.units
-    return not units.trivial and len(units.free_units()) > 0
+    return problem.graph.units.has_free_units if option is None else bool(option)
 
 
 def policy_search(req: SearchRequest, coupled: bool):
@@ -196,13 +190,12 @@ def policy_search(req: SearchRequest, coupled: bool):
     opts = dict(req.options)
     path = opts.pop("policy", None)
     heuristic = opts.pop("heuristic_seeds", None)
-    from jaxplace.policy import load_policy
+    from jaxplace.policy import greedy_priorities, load_policy
 
     policy = load_policy(path, problem=req.problem)
     anchor = dfs_anchor_for(req.problem, opts.pop("dfs_anchor", None), coupled,
                             policy.config.dfs_anchor)
-    dist = padded_distribution(req, path, anchor, policy)
-    from jaxplace.policy import greedy_priorities
+    dist = padded_distribution(req, policy, anchor)
 
     mode = np.asarray(greedy_priorities(dist), np.float32)
     spec, budget = req.spec, req.budget
