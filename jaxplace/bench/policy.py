@@ -207,13 +207,9 @@ def run(args) -> int:
     heuristic = {"auto": None, "on": True, "off": False}[args.heuristic_seeds]
     anchor = None
     if args.dfs_anchor != "auto":
-        try:
-            anchor = float(args.dfs_anchor)
-        except ValueError:
-            anchor = float("nan")
-        if not np.isfinite(anchor):
-            raise JaxplaceError(f"expected auto or a finite number, got "
-                                f"{args.dfs_anchor!r}", field="--dfs-anchor")
+        from jaxplace.search.policy import anchor_value
+
+        anchor = anchor_value(args.dfs_anchor, field="--dfs-anchor")
     orphans = (0.0, 0.0)
     if args.orphans is not None:
         orphans = _pair(args.orphans, "--orphans", float, 0.0, 1.0)

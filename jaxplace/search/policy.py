@@ -148,6 +148,18 @@ def policy_evolve(req: SearchRequest, *, budget: int, population: int, path=None
                        patience=patience)
 
 
+def anchor_value(option, field: str = "dfs_anchor") -> float:
+    """The DFS anchor given as an option (a number or its text), checked: finite, else
+    JaxplaceError naming `field`."""
+    try:
+        a = float(option)
+    except (TypeError, ValueError):
+        a = math.nan
+    if not math.isfinite(a):
+        raise JaxplaceError(f"expected a finite number, got {option!r}", field=field)
+    return a
+
+
 def dfs_anchor_for(problem, option=None, coupled: bool = False,
                    built_in: float = 0.0) -> float:
     """The DFS anchor of the policy's means (`jaxplace.policy.node_distribution`):
@@ -157,14 +169,7 @@ def dfs_anchor_for(problem, option=None, coupled: bool = False,
     (notes/policy_heuristic_seeds.md), and 0 for a policy trained with an anchor of
     its own (`built_in`, its `ModelConfig.dfs_anchor`)."""
     if option is not None:
-        try:
-            a = float(option)
-        except (TypeError, ValueError):
-            a = math.nan
-        if not math.isfinite(a):
-            raise JaxplaceError(f"expected a finite number, got {option!r}",
-                                field="dfs_anchor")
-        return a
+        return anchor_value(option)
     if coupled or built_in or not problem.graph.units.has_free_units:
         return 0.0
     return DFS_ANCHOR
