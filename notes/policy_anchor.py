@@ -8,11 +8,10 @@ alpha), against random-100 and the DFS order alone.
 import sys
 
 import numpy as np
-from policy_heuristic_seeds import family_problems  # notes/, the script's directory
-from scipy.stats import rankdata
+from policy_heuristic_seeds import policy_gaussians  # notes/, the script's directory
 
 import jaxplace as jp
-from jaxplace.policy import load_policy, node_distribution
+from jaxplace.policy import dfs_ranks
 from jaxplace.search.baselines import seed_priorities
 
 
@@ -23,12 +22,9 @@ def geomean(v):
 def main(seed: int, count: int, family: str, alphas) -> None:
     rng = np.random.default_rng(seed)
     rows = []
-    for i, p in enumerate(family_problems(seed, count, family)):
-        lb = jp.simple_lower_bound(p)
-        d = node_distribution(load_policy(problem=p), p)
-        mu, sd = d["mean"].astype(np.float64), np.exp(d["log_std"].astype(np.float64))
+    for i, p, lb, mu, sd in policy_gaussians(seed, count, family):
         dfs = seed_priorities(p.graph)[0].astype(np.float64)
-        a = 2 * (rankdata(dfs) - 1) / max(p.n - 1, 1) - 1
+        a = dfs_ranks(p)
         eps = rng.standard_normal((99, p.n))
         X = []
         for al in alphas:

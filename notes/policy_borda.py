@@ -9,11 +9,10 @@ and random-100 (common random numbers).
 import sys
 
 import numpy as np
-from policy_heuristic_seeds import family_problems  # notes/, the script's directory
+from policy_heuristic_seeds import policy_gaussians  # notes/, the script's directory
 from scipy.special import ndtr
 
 import jaxplace as jp
-from jaxplace.policy import load_policy, node_distribution
 
 
 def borda(mu, sd):
@@ -24,10 +23,7 @@ def borda(mu, sd):
 def main(seed: int, count: int, family: str) -> None:
     rng = np.random.default_rng(seed)
     rows = []
-    for i, p in enumerate(family_problems(seed, count, family)):
-        lb = jp.simple_lower_bound(p)
-        d = node_distribution(load_policy(problem=p), p)
-        mu, sd = d["mean"].astype(np.float64), np.exp(d["log_std"].astype(np.float64))
+    for i, p, lb, mu, sd in policy_gaussians(seed, count, family):
         b = borda(mu, sd)
         X = np.concatenate([(1 / (1 + np.exp(-mu)))[None], (b / (p.n + 1))[None],
                             rng.random((100, p.n))])

@@ -26,6 +26,17 @@ def family_problems(seed: int, count: int, family: str) -> list:
     return held_out_problems(count, seed, **kw)
 
 
+def policy_gaussians(seed: int, count: int, family: str):
+    """(index, problem, simple lower bound, means, stds) of the shipped policy's per-node
+    Gaussians on each problem of `family_problems`, float64."""
+    from jaxplace.policy import load_policy, node_distribution
+
+    for i, p in enumerate(family_problems(seed, count, family)):
+        d = node_distribution(load_policy(problem=p), p)
+        yield (i, p, jp.simple_lower_bound(p), d["mean"].astype(np.float64),
+               np.exp(d["log_std"].astype(np.float64)))
+
+
 def main(seed: int, count: int, family: str, budget: int,
          option: str = "heuristic_seeds") -> None:
     values = (False, True) if option == "heuristic_seeds" else (0.0, None)
