@@ -22,7 +22,7 @@ WITHIN = 1.01
 @pytest.fixture(scope="module")
 def cases():
     """{label: (problem, MILP optimum)} for three 12-op instances where the EFT rule
-    alone misses the optimum by 2-12% (notes/latency.md, `bench latency --small`)."""
+    alone misses the optimum by 2-12% (experiments/latency.md, `bench latency --small`)."""
     probs = dict(small_problems(sizes=(12,), seeds=(0, 1)))
     out = {}
     for label in ("dag12-s0 moirai_inter", "dag12-s0 random3-s1", "dag12-s1 random3-s1"):
