@@ -1,14 +1,14 @@
 """Per-problem comparison of two methods across policy bench logs (stdout of
 `python -m jaxplace.bench.policy`), pooled over pairs of logs of the same problems.
 
-    python notes/bench_cmp.py A.log:METHOD B.log:METHOD [A2.log:METHOD B2.log:METHOD ...]
+    python experiments/bench_cmp.py A.log:METHOD B.log:METHOD [A2.log:METHOD B2.log:METHOD ...]
 
 prints, per k and over all, the geometric mean of cost(A) / cost(B), its 95% bootstrap
 interval (10,000 resamples of the problems, seeded) and the problems where A is better
 (wins) or worse (losses). Example (greedy against random-100 on
-the 84 mixed problems of notes/policy_greedy.md):
+the 84 mixed problems of experiments/policy_greedy.md):
 
-    R=runs/bench; python notes/bench_cmp.py $R/v2_full_mixed.log:policy-greedy \
+    R=runs/bench; python experiments/bench_cmp.py $R/v2_full_mixed.log:policy-greedy \
         $R/v2_full_mixed.log:random-100 $R/v2_mixed36.log:policy-greedy \
         $R/v2_mixed36.log:random-100 $R/v2_mixed36_s2.log:policy-greedy \
         $R/v2_mixed36_s2.log:random-100

@@ -1,6 +1,6 @@
-"""HiGHS option A/B on the bottleneck MIP (notes/bench_bounds.md).
+"""HiGHS option A/B on the bottleneck MIP (experiments/bench_bounds.md).
 
-    python notes/bottleneck_options.py OPTION=VALUE|default GRAPH K TIME_LIMIT
+    python experiments/bottleneck_options.py OPTION=VALUE|default GRAPH K TIME_LIMIT
 
 GRAPH indexes regal_set(3, seed=0); prints the bound over the simple bound, the
 status, the branch-and-bound nodes and the wall time.

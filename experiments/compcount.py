@@ -1,6 +1,6 @@
 """Programs compiled and wall time of a search method over fresh REGAL graphs.
 
-    JAXPLACE_CACHE_DIR="" python notes/compcount.py COUNT [METHOD] [--seed S] [--warm]
+    JAXPLACE_CACHE_DIR="" python experiments/compcount.py COUNT [METHOD] [--seed S] [--warm]
 
 METHOD: "default" (default) or "brkga" (brkga-10000). Graph i of
 `regal_set(COUNT, seed=S, n_range=(50, 200))` gets k = (4, 8, 16)[i % 3] and search

@@ -5,9 +5,9 @@ the exact MIP's root LP, its dual bound over time and its incumbent (T s, starte
 the search's partition, z >= the simple bound only), the bottleneck MIP (T s) and the
 cover bound (T s, searching z from the simple bound). One JSON line per instance.
 
-    nice -n 10 python notes/cover_bench.py --count 3 --ks 16,8,4 --time-limit 60
+    nice -n 10 python experiments/cover_bench.py --count 3 --ks 16,8,4 --time-limit 60
 
-Ratios in notes/bench_bounds.md divide by min(search cost, exact MIP incumbent).
+Ratios in experiments/bench_bounds.md divide by min(search cost, exact MIP incumbent).
 """
 
 from __future__ import annotations

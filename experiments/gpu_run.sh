@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# One device call (see notes/gpu.md): install the wheels the GPU image lacks, bench
+# One device call (see experiments/gpu.md): install the wheels the GPU image lacks, bench
 # the decoder at P = 10^3..10^5 against the C++ yardstick, time policy training,
 # then train the GPU recipe until the call's time is spent (SIGINT saves a
 # checkpoint; the next call resumes it from runs/gnn-v2-gpu, carried back).
-# Usage (on the device): bash notes/gpu_run.sh BENCH(0|1) TOTAL_SECONDS
+# Usage (on the device): bash experiments/gpu_run.sh BENCH(0|1) TOTAL_SECONDS
 set -u
 start=$(date +%s)
 export PYTHONUNBUFFERED=1

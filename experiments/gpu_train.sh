@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One device call: train GPU recipes in sequence (each under its own SIGINT timeout,
 # which saves a checkpoint), export each policy, and pack them into $OUT/policies.tgz.
-# Usage (on the device): bash notes/gpu_train.sh SECONDS RECIPE [SECONDS RECIPE ...]
+# Usage (on the device): bash experiments/gpu_train.sh SECONDS RECIPE [SECONDS RECIPE ...]
 set -u
 export PYTHONUNBUFFERED=1
 rm -rf /tmp/site

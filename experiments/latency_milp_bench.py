@@ -1,7 +1,7 @@
-"""Figures of notes/latency_milp.md.
+"""Figures of experiments/latency_milp.md.
 
-    python notes/latency_milp_bench.py milp [--time-limit 20]   # MOIRAI MILP, contiguous IP
-    python notes/latency_milp_bench.py fusion                   # op counts before/after fuse()
+    python experiments/latency_milp_bench.py milp [--time-limit 20]   # MOIRAI MILP, contiguous IP
+    python experiments/latency_milp_bench.py fusion                   # op counts before/after fuse()
 """
 
 from __future__ import annotations

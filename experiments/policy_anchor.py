@@ -2,13 +2,13 @@
 order's rank mapped to [-1, 1]); greedy and best of 100 (common random numbers across
 alpha), against random-100 and the DFS order alone.
 
-    python notes/policy_anchor.py SEED COUNT [coloc|orph|plain] [ALPHAS]
+    python experiments/policy_anchor.py SEED COUNT [coloc|orph|plain] [ALPHAS]
 """
 
 import sys
 
 import numpy as np
-from policy_heuristic_seeds import policy_gaussians  # notes/, the script's directory
+from policy_heuristic_seeds import policy_gaussians  # experiments/, the script's directory
 
 import jaxplace as jp
 from jaxplace.policy import dfs_ranks

@@ -4,7 +4,7 @@ of 1,000 samples, against uniform random orders, the node-index order and the DF
 order; and the same samples with their free units put next to their data
 (`place_free_units`, as the default search's seeds).
 
-    python notes/policy_bert_orders.py [POLICY_DIR ...]
+    python experiments/policy_bert_orders.py [POLICY_DIR ...]
 """
 
 import glob
@@ -15,11 +15,12 @@ import jax.numpy as jnp
 import numpy as np
 
 import jaxplace as jp
+from jaxplace.bench.workloads import default_folder  # $JAXPLACE_DATA/dnn-partitioning
 from jaxplace.policy.distribution import sample_priorities
 from jaxplace.policy.inference import default_policy_path, load_policy, node_distribution
 from jaxplace.search.baselines import dfs_order, order_to_priorities, place_free_units
 
-path = glob.glob("../shared/data/dnn-partitioning/throughput/*/bert_l-3_training.json")[0]
+path = glob.glob(f"{default_folder()}/throughput/*/bert_l-3_training.json")[0]
 p = jp.load_problem(path)
 lb = jp.simple_lower_bound(p)
 g, u = p.graph, p.graph.units

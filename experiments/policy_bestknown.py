@@ -2,7 +2,7 @@
 a budget of BUDGET evaluations, no stagnation stop in the local search, BRKGA stopped
 after 20,000 evaluations without gain, the policy on at k >= 8.
 
-    python notes/policy_bestknown.py BUDGET [COUNT]     # rows to /tmp/policy_best_BUDGET.json
+    python experiments/policy_bestknown.py BUDGET [COUNT]     # rows to /tmp/policy_best_BUDGET.json
 """
 import json
 import sys

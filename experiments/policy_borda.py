@@ -3,13 +3,13 @@ mode: Borda scores b_v = sum_u P(z_v > z_u) = sum_u Phi((mu_v - mu_u) / sqrt(s_v
 s_u^2)) (the expected number of nodes a node outranks in a sample), against the mode
 and random-100 (common random numbers).
 
-    python notes/policy_borda.py SEED COUNT plain|coloc|orph
+    python experiments/policy_borda.py SEED COUNT plain|coloc|orph
 """
 
 import sys
 
 import numpy as np
-from policy_heuristic_seeds import policy_gaussians  # notes/, the script's directory
+from policy_heuristic_seeds import policy_gaussians  # experiments/, the script's directory
 from scipy.special import ndtr
 
 import jaxplace as jp

@@ -1,6 +1,6 @@
 """A/B of policy-coupled search variants on the held-out REGAL-like set (issue 12).
 
-    python notes/policy_coupling.py VARIANTS BUDGET [COUNT] [SEED]
+    python experiments/policy_coupling.py VARIANTS BUDGET [COUNT] [SEED]
 
 VARIANTS, comma-separated, the first is the yardstick of the ratios:
   brkga, policy+brkga, default            `jp.search` methods (default ignores BUDGET)

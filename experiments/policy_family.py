@@ -1,11 +1,11 @@
 """Greedy / random-100 on the 84 mixed held-out problems split by family (REGAL-like,
 DNN-like) and k, and the policy's mean per-node std on each family
-(notes/policy_ties.md).
+(experiments/policy_ties.md).
 
-    python notes/policy_family.py PREFIX [POLICY]
+    python experiments/policy_family.py PREFIX [POLICY]
 
 PREFIX names the logs of a policy's greedy order: runs/bench/PREFIX_mixed12.log,
-_mixed36.log and _mixed36_s2.log (the sets of notes/policy_greedy.md); random-100 and
+_mixed36.log and _mixed36_s2.log (the sets of experiments/policy_greedy.md); random-100 and
 gnn-v2's greedy come from gnn-v2's logs of the same problems. POLICY (a directory)
 adds its mean per-node std next to gnn-v2's.
 """

@@ -1,8 +1,8 @@
 """Fixed orders (node index, DFS, ASAP, ALAP) against gnn-v2's greedy order and
 random-100 on the DNN-like problems of the 84 mixed held-out problems where the
-methods do not all tie (notes/policy_ties.md).
+methods do not all tie (experiments/policy_ties.md).
 
-    python notes/policy_fixed_orders.py
+    python experiments/policy_fixed_orders.py
 """
 
 import os

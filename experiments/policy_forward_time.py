@@ -1,6 +1,6 @@
 """Warm forward time of the shipped policies (gnn-v1, gnn-v2) on six held-out graphs.
 
-    python notes/policy_forward_time.py
+    python experiments/policy_forward_time.py
 """
 
 import time

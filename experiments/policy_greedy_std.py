@@ -1,7 +1,7 @@
 """Where the greedy order wins or loses against random-100, split by how sure the
-policy is (its mean per-node std) on the mixed held-out sets (notes/policy_greedy.md).
+policy is (its mean per-node std) on the mixed held-out sets (experiments/policy_greedy.md).
 
-    python notes/policy_greedy_std.py [POLICY] [COUNT:SEED:LOG ...]
+    python experiments/policy_greedy_std.py [POLICY] [COUNT:SEED:LOG ...]
 
 Default sets: the bench's mixed 12 (seed 0), 36 (seed 1) and 36 (seed 2) with the
 gnn-v2 logs of runs/bench. A problem "ties" when greedy, random-100, random-1000,

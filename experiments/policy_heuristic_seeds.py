@@ -1,7 +1,7 @@
 """policy+brkga with and without the heuristic orders (DFS, ASAP, ALAP over units, free
 units placed) in its first population, per problem, same search seed.
 
-    python notes/policy_heuristic_seeds.py SEED COUNT plain|coloc|orph BUDGET [OPTION]
+    python experiments/policy_heuristic_seeds.py SEED COUNT plain|coloc|orph BUDGET [OPTION]
 
 OPTION (default heuristic_seeds): the option compared, off (False, or 0 for
 dfs_anchor) against on (True, or the method's default for dfs_anchor).

@@ -2,7 +2,7 @@
 orders all tie, and the heuristic seeds (`seed_priorities`) against the best of 100
 random orders. Transformer and resnet forward graphs, 3 seeds each, k = 3 and 8.
 
-    python notes/policy_orphan_probe.py
+    python experiments/policy_orphan_probe.py
 """
 
 import jax

@@ -1,6 +1,6 @@
 """Pool the policy bench logs of the two held-out REGAL-like sets (12 problems, seed 0;
 36 problems, seed 1) and print each policy's per-problem ratio to brkga-10000 per k
-(notes/policy_ppo.md). The logs are the stdout of `python -m jaxplace.bench.policy`:
+(experiments/policy_ppo.md). The logs are the stdout of `python -m jaxplace.bench.policy`:
 
     R=runs/bench; B="python -m jaxplace.bench.policy --family regal"
     M=policy-greedy,policy-best100,policy+brkga-1000,policy+brkga-10000
@@ -10,10 +10,10 @@
     $B --count 12 --seed 0 --methods $M --policy runs/gnn-v2-ppo/policy > $R/ppo.log
     # and ppo_s1.log (seed 1, 36), ppo85.log, ppo85_s1.log (runs/gnn-v2-ppo85),
     # ppo1k.log, ppo1k_s1.log (runs/gnn-v2-ppo-1k: the PPO run stopped at step 1000)
-    # GPU-trained policies (notes/gpu.md): regal_gpu.log, regal_gpu_s1.log, ... from
+    # GPU-trained policies (experiments/gpu.md): regal_gpu.log, regal_gpu_s1.log, ... from
     # the same two commands with --policy runs/gpu/policy_regal_gpu (_long, _300)
 
-Usage: python notes/policy_pooled.py [ROOT] [NAME=LOG12,LOG36 ...]
+Usage: python experiments/policy_pooled.py [ROOT] [NAME=LOG12,LOG36 ...]
 """
 
 import collections

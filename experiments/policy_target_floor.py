@@ -12,7 +12,7 @@ by `jaxplace bench policy --json`):
 LB / brkga-10000 is a floor no method can go below on that problem; its geometric mean
 per k is a floor on the target's ratio.
 
-    python notes/policy_target_floor.py BENCH_JSON SEED COUNT BUDGET TIME OUT_JSON
+    python experiments/policy_target_floor.py BENCH_JSON SEED COUNT BUDGET TIME OUT_JSON
 """
 import json
 import math

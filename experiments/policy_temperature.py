@@ -1,8 +1,8 @@
 """The policy's sampling temperature: every log_std + log(T), the mode unchanged
-(probe for issue 12; notes/policy_temperature.md). Runs the policy bench with the
-distribution patched, printing its usual log (compare logs with notes/bench_cmp.py).
+(probe for issue 12; experiments/policy_temperature.md). Runs the policy bench with the
+distribution patched, printing its usual log (compare logs with experiments/bench_cmp.py).
 
-    python notes/policy_temperature.py T [jaxplace bench policy arguments ...]
+    python experiments/policy_temperature.py T [jaxplace bench policy arguments ...]
 """
 import math
 import sys

@@ -1,6 +1,6 @@
 """Policy transfer: a policy on the NeurIPS workloads and on 1000-node generated graphs.
 
-python notes/policy_transfer.py [METHODS] [OUT.json] [POLICY]   # METHODS comma-separated
+python experiments/policy_transfer.py [METHODS] [OUT.json] [POLICY]   # METHODS comma-separated
 (POLICY: a policy directory; default: the shipped one for each problem,
 `jaxplace.policy.default_policy_name`; ONLY=regal in the environment
 keeps the problems whose name starts with it)
@@ -14,6 +14,7 @@ import sys
 import numpy as np
 
 import jaxplace as jp
+from jaxplace.bench.workloads import default_folder  # $JAXPLACE_DATA/dnn-partitioning
 from jaxplace.bench.policy import run_method
 from jaxplace.generators import generate
 from jaxplace.policy.inference import load_policy
@@ -30,7 +31,7 @@ for seed, fam in enumerate(["regal", "transformer"]):
     g = generate(fam, seed=seed, n=1000) if fam == "regal" else generate(fam, seed=seed, layers=70)
     for k in (4, 8, 16) if fam == "regal" else (8, 16):
         probs.append((f"{fam}-{g.num_nodes}-k{k}", jp.Problem(g, k)))
-for f in sorted(glob.glob("../shared/data/dnn-partitioning/throughput/*/*.json")):
+for f in sorted(glob.glob(f"{default_folder()}/throughput/*/*.json")):
     p = jp.load_problem(f)
     probs.append((f.split("/")[-1].replace(".json", ""), p))
 probs = [(name, p) for name, p in probs if name.startswith(os.environ.get("ONLY", ""))]

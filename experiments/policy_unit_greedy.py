@@ -1,7 +1,7 @@
 """Greedy orders for graphs with placement units: the mode (max of member means) against
 the median and the mean of the max of member latents, the unit priority samples see.
 
-    python notes/policy_unit_greedy.py orph|coloc POLICY SEED   # 24 bench training graphs
+    python experiments/policy_unit_greedy.py orph|coloc POLICY SEED   # 24 bench training graphs
 """
 
 import sys

@@ -1,6 +1,6 @@
 """Default search with and without the MIP polish on held-out REGAL-like graphs.
 
-    python notes/polish_bench.py --count 12 --seed 7 --k 4
+    python experiments/polish_bench.py --count 12 --seed 7 --k 4
 """
 import argparse
 import time
