@@ -6,7 +6,7 @@ search programs took a process from 142 to 13,480 entries). Linux allows a proce
 `vm.max_map_count` mappings (65,530 by default); past it LLVM fails with "Cannot
 allocate memory" and the process segfaults. A process that searches many graphs of
 different padded shapes (a notebook, a bench of many methods over many graphs) used to
-reach it after about 80 programs (notes/reliability.md, 2026-11-23 session 5).
+reach it after about 80 programs.
 
 `jax.clear_caches()` drops the compiled programs and their mappings (measured: 4,741
 entries back to 560). `release_compiled_code` does that when the process has used

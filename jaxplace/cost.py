@@ -1,6 +1,6 @@
 """Block costs of a given partition, the acyclic-quotient check, and the simple bound.
 
-f(S) = io_in(S) + work(S) + overflow(S) + io_out(S)  (../shared/docs/mtpp.md section 1),
+f(S) = io_in(S) + work(S) + overflow(S) + io_out(S)  (MTPP, Archer et al., ICML 2024),
 each tensor paid at most once leaving S and at most once entering S.
 """
 

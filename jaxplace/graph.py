@@ -1,6 +1,6 @@
 """Computation graphs: ops with costs, tensors as hyperedges (one producer, its consumers).
 
-The cost model is MTPP (Archer et al., ICML 2024; ../shared/docs/mtpp.md section 1):
+The cost model is MTPP (Archer et al., ICML 2024):
 every op `v` has `work[v]`, `size_param[v]` (resident parameter bytes) and
 `size_out[v]`. A tensor is one producer and the set of its consumers; it is paid at
 most once leaving a block and at most once entering each block. Most graphs have one

@@ -26,7 +26,7 @@ CAPACITY_RTOL = 1e-9
 
 @dataclass(frozen=True, eq=False)
 class Problem:
-    """MTPP instance (../shared/docs/mtpp.md section 1).
+    """MTPP instance (Archer et al., ICML 2024).
 
     Args:
         graph: the computation graph.

@@ -2,7 +2,7 @@
 
 Kahn's topological sort with node priorities, then the SliceGraph dynamic program
 (optimal split of an order into at most k contiguous blocks) with the streaming
-segment-cost column of ../shared/docs/mtpp.md section 2 (Archer et al., ICML 2024).
+segment-cost column of Archer et al. (ICML 2024).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Placement units: colocation classes contracted, cycles merged, training graphs ordered
 by their forward part.
 
-The NeurIPS 2020 model (Tarnawski et al.; ../shared/docs/mtpp.md section 5): nodes that
+The NeurIPS 2020 model (Tarnawski et al.): nodes that
 share a `color_class` go to the same device, backward nodes follow their class, and
 contiguity (the acyclic-quotient rule) applies to the forward graph only. We contract
 every class into one unit, keep only forward edges (both ends forward) for ordering,

@@ -1,7 +1,7 @@
 """`jaxplace bench decode`: population decoding throughput, against the C++ yardstick.
 
 Builds the yardstick's seeded random DAG and float32 population (running
-../shared/tools/yardstick.py into a temporary folder when --yardstick is given, else
+the C++ yardstick's yardstick.py into a temporary folder when --yardstick is given, else
 generating the same DAG in-process), scores it with `jaxplace.decoder.evaluate`, and
 prints candidates per second, compile time, peak memory and, with the yardstick, the
 speed ratio and the maximum relative cost difference.
@@ -34,7 +34,7 @@ def add_arguments(p) -> None:
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--repeat", type=int, default=3, help="timed repetitions (best kept)")
     p.add_argument("--yardstick", default=None,
-                   help="folder holding yardstick.py (e.g. ../shared/tools)")
+                   help="folder holding yardstick.py")
     p.add_argument("--precision", choices=("float32", "float64"), default="float32")
     p.add_argument("--impl", choices=("lanes", "simple"), default=None,
                    help="decoder implementation (default: the library default)")

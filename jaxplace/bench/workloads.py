@@ -10,8 +10,9 @@ proof's wall time, beside the time of their single-core DP (Table 1). With
 too, beside their IP (non-contiguous) value.
 
 The workloads are the JSON files of github.com/msr-fiddle/dnn-partitioning; DIR defaults
-to $JAXPLACE_DATA/dnn-partitioning (JAXPLACE_DATA defaults to ../shared/data). Exit
-status 1 when the worst ratio misses the target (`TARGET`).
+to $JAXPLACE_DATA/dnn-partitioning (JAXPLACE_DATA defaults to shared/data in the parent
+folder of the working directory). Exit status 1 when the worst ratio misses the target
+(`TARGET`).
 """
 
 from __future__ import annotations
@@ -112,7 +113,7 @@ def add_arguments(p) -> None:
     p.add_argument("folder", nargs="?", default=None,
                    help="folder searched recursively for *.json workloads (default: "
                    "$JAXPLACE_DATA/dnn-partitioning, JAXPLACE_DATA defaulting to "
-                   "../shared/data)")
+                   "shared/data in the parent folder)")
     p.add_argument("--time-limit", type=seconds, default=60.0, help="seconds per workload")
     p.add_argument("--method", default="default")
     p.add_argument("--seed", type=int, default=0)

@@ -1,4 +1,4 @@
-"""Lower bounds and certificates on HiGHS (../shared/docs/mtpp.md section 3).
+"""Lower bounds and certificates on HiGHS (the MIP ladder of Archer et al., ICML 2024).
 
     import jaxplace as jp
     cert = jp.certify(problem, partition, methods=("simple", "bottleneck-guess", "exact"))

@@ -35,7 +35,7 @@ class HighsScheduler:
     HiGHS keeps ONE task scheduler per process (a C++ global, not per `Highs`
     instance): the first `run()` sizes it from its `threads` option, and a later
     instance asking for a different count fails silently (kError, model status
-    kNotset, objective 0.0; ../shared/docs/highs.md, "Concurrency"). highspy cannot
+    kNotset, objective 0.0: HiGHS keeps one task scheduler per process). highspy cannot
     report the size, so this object remembers it and resets the scheduler before a
     solve that wants another count. The record is process-wide because the thing it
     describes is; there is exactly one instance, `SCHEDULER`. Solves that need

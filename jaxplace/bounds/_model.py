@@ -1,4 +1,4 @@
-"""Bulk (numpy CSR) builders of the block MIPs of ../shared/docs/mtpp.md section 3.
+"""Bulk (numpy CSR) builders of the block MIPs (Archer et al., ICML 2024).
 
 One builder covers the exact MIP and the three-superblock relaxations: `nb` blocks
 numbered in DAG order, binary y[v, b] = "v is in block b or earlier" for

@@ -1,6 +1,6 @@
 """Certificates: an upper bound (a partition) and the lower-bound ladder that bounds it.
 
-The ladder of ../shared/docs/mtpp.md section 3 (Archer et al., ICML 2024): simple,
+The lower-bound ladder of Archer et al. (ICML 2024): simple,
 bottleneck (and its no-dag / no-io variants), bottleneck-guess, exact, plus the LP
 relaxation of each MIP (`<name>-lp`). Every bound is valid on its own; a MIP stopped
 by its time limit contributes its dual bound, never its incumbent. The certificate's

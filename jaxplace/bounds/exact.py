@@ -1,4 +1,4 @@
-"""The exact MTPP MIP (Archer et al., ICML 2024; ../shared/docs/mtpp.md section 3).
+"""The exact MTPP MIP (Archer et al., ICML 2024).
 
 k blocks numbered in DAG order, per-tensor crossing variables, linear overflow and hard
 capacity (see `_model`). Strengthened with z >= the best bound known so far (the simple

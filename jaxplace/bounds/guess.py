@@ -1,4 +1,4 @@
-"""bottleneck-guess (Archer et al., ICML 2024; ../shared/docs/mtpp.md section 3).
+"""bottleneck-guess (Archer et al., ICML 2024).
 
 Guess that block j (1..k) of an optimal partition in DAG order is its heaviest-work
 block: superblock 1 stands for blocks 1..j-1, superblock 3 for j+1..k. Then

@@ -23,7 +23,7 @@ DEFAULT_MEMORY_BUDGET = 1 << 30
 #: Per-chunk DP-table size the default chunking aims for on CPUs (it is reread every
 #: step, so it should stay in cache; measured best on a 2-core EPYC with 1 MiB L2,
 #: 32 MiB L3). Accelerators get no such cap: on an H100 a chunk of 256 candidates
-#: scored 45k/s and one of 8,192 474k/s (notes/gpu.md).
+#: scored 45k/s and one of 8,192 474k/s.
 CACHE_BYTES = 4 << 20
 
 

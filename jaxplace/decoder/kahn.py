@@ -1,7 +1,7 @@
 """Kahn's topological sort with node priorities, in JAX, for one candidate.
 
 The highest-priority ready node is emitted first, ties to the smaller node index
-(../shared/docs/mtpp.md section 2). Priorities are first turned into unique integer
+(Archer et al., ICML 2024). Priorities are first turned into unique integer
 keys (`priority_keys`), so the tie rule is carried by integers and every step is an
 argmax over a masked integer vector.
 """

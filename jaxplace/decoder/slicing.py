@@ -1,8 +1,8 @@
 """SliceGraph in JAX for one candidate: optimal split of an order into <= k blocks.
 
 Q[j][t] = min(Q[j-1][t], min_{l<t} max(Q[j-1][l], c(l+1, t))) with the segment-cost
-column c(., r) streamed over r by range additions (../shared/docs/mtpp.md section 2,
-"Segment costs without O(n^2) memory"; Archer et al., ICML 2024). Memory is O(N K)
+column c(., r) streamed over r by range additions (segment costs without O(n^2)
+memory; Archer et al., ICML 2024). Memory is O(N K)
 per candidate: the column, the DP table and the tensor bookkeeping, never (N, N).
 
 This is the simple per-candidate version (vmapped by the caller); `lanes.py` holds the

@@ -80,10 +80,10 @@ def window_for(bounds: np.ndarray, spec: Spec, expected_max: float | None) -> in
 #: The search's block window of a padded class (N units, K table rows) is about
 #: N * WINDOW_CLASS_C / sqrt(K): on REGAL-like graphs (n 50-200) the window the first
 #: solution needs is at most 0.69 N at k = 4, 0.49 N at 8, 0.34 N at 16 (180 graph/k
-#: pairs, notes/compile.md), about 1.4 / sqrt(k) of N.
+#: pairs), about 1.4 / sqrt(k) of N.
 WINDOW_CLASS_C = 1.4
 #: Class windows over this fraction of N are not used (full DP): at k = 4 a window of
-#: 0.7 N scored no faster than the full DP (notes/compile.md).
+#: 0.7 N scored no faster than the full DP.
 WINDOW_CLASS_MAX_FRACTION = 0.5
 
 

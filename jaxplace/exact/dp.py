@@ -1,6 +1,6 @@
 """Exact contiguous splits by dynamic programming over ideals (Tarnawski, Phanishayee,
 Devanur, Mahajan and Nina Paravecino, "Efficient Algorithms for Device Placement of DNN
-Graph Operators", NeurIPS 2020, section 5.1.1; ../shared/docs/mtpp.md section 5).
+Graph Operators", NeurIPS 2020, section 5.1.1).
 
 dp[J][a][c] is the smallest max-load of a split of the ideal J into pieces on at most a
 accelerators and c CPUs; a piece is J \\ I for an ideal I subset of J:

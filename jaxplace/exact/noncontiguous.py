@@ -498,7 +498,7 @@ class SolveOptions:
         max_states: ideals per run kept by `virtual_pieces`.
         seed: HiGHS random seed.
         heuristic_effort: HiGHS's mip_heuristic_effort (None: its default, 0.05); 0.3
-            reached Table 1's BERT-12 value in 600 s, 0.05 did not (notes).
+            reached Table 1's BERT-12 value in 600 s, 0.05 did not.
     """
 
     time_limit: float | None = None

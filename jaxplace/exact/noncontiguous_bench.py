@@ -1,6 +1,6 @@
-"""Benchmark of the non-contiguous IP on the NeurIPS 2020 workloads (notes/noncontiguous.md).
+"""Benchmark of the non-contiguous IP on the NeurIPS 2020 workloads.
 
-    python -m jaxplace.exact.noncontiguous_bench ../shared/data/dnn-partitioning \\
+    python -m jaxplace.exact.noncontiguous_bench $JAXPLACE_DATA/dnn-partitioning \\
         [--time-limit 120] [NAME...]
 
 Per workload: the warm start (the DP over ideals' contiguous optimum, or the DFS split),

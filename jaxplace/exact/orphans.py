@@ -1,6 +1,6 @@
 """Orphan backward units in the DP over ideals: a per-piece relaxation and its repair.
 
-In jaxplace's model (`jaxplace.units`, ../shared/docs/mtpp.md section 5) contiguity is
+In jaxplace's model (`jaxplace.units`) contiguity is
 taken on the forward graph and a backward node goes with the forward nodes of its colour
 class. A backward unit without any forward node (an *orphan*: bert_l-3_training's
 AccumulateGrad nodes, which have no colour class, and its loss nodes) has no ordering

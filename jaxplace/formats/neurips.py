@@ -1,6 +1,6 @@
 """The JSON format of msr-fiddle/dnn-partitioning (Tarnawski et al., NeurIPS 2020).
 
-Mapping (../shared/docs/mtpp.md section 5): `fpgaLatency` -> work, `size` ->
+Mapping: `fpgaLatency` -> work, `size` ->
 size_param, the producer's edge `cost` -> size_out (bandwidth 1), `maxFPGAs` -> k,
 `maxSizePerFPGA` -> hard capacity. `cpuLatency`, `supportedOnFpga`, `colorClass`
 (-1 when absent), `isBackwardNode` are kept in `node_attrs` as `cpu_latency`,

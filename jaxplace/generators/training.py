@@ -1,7 +1,7 @@
 """Training graphs: a forward graph plus its backward pass, with colocation classes.
 
 The NeurIPS 2020 training workloads (resnet50_training, bert_l-3_training;
-../shared/docs/mtpp.md section 5) hold a forward graph and a backward graph whose
+Tarnawski et al.) hold a forward graph and a backward graph whose
 nodes share a `color_class` with the forward op they differentiate, so each backward
 op runs on the device of its forward op (it needs that op's weights). This module
 builds graphs of that shape from any forward graph, so policies and searches can be

@@ -26,7 +26,7 @@ into a `Result` through the float64 reference. The default search for latency:
    It reaches schedules no priority vector gives (an op off its earliest-finish
    device): on the 26 small instances of `jaxplace bench latency --small` that the
    MILP solved exactly, search / optimum went from a geometric mean of 1.017 (max
-   1.12) to 1.0034 (24 of 26 within 1%; notes/latency.md). When it wins,
+   1.12) to 1.0034 (24 of 26 within 1%). When it wins,
    `Result.info["refined"]` is True and the schedule is the refined one.
 """
 

@@ -1,7 +1,7 @@
 """Scale-free node and graph features of a Problem, padded for the policy GNN.
 
 Every time-like quantity (work, tensor sizes / B, CPU latency) is divided by the
-problem's simple lower bound L (../shared/docs/mtpp.md section 1), parameters by the
+problem's simple lower bound L (`jaxplace.simple_lower_bound`), parameters by the
 per-block memory reference (capacity, else memory, else total / k), counts and
 positions by n. Multiplying all times by a constant, or all parameter sizes together
 with the memory and capacity, leaves every feature unchanged.

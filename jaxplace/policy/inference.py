@@ -28,13 +28,12 @@ DEFAULT_POLICY = "gnn-v3"
 #: The shipped policy for problems with colocation classes (training graphs, whose
 #: forward and backward ops share a device): gnn-v3 fine-tuned on such graphs only,
 #: better than gnn-v3 there and never used on plain graphs, where it was not measured
-#: to help (notes/policy_train_graphs.md).
+#: to help.
 COLOCATION_POLICY = "gnn-v3-train"
 #: The shipped policy for graphs with colocation classes and free units (orphan
 #: backward ops: units with no ordering edge, which Kahn's order may put anywhere):
 #: gnn-v3-train fine-tuned on such graphs, better there, slightly worse at greedy on
-#: colocated graphs without them, so used only where free units exist
-#: (notes/policy_orphans.md).
+#: colocated graphs without them, so used only where free units exist.
 ORPHAN_POLICY = "gnn-v4-train"
 
 
@@ -104,7 +103,7 @@ def node_distribution(policy: Policy, problem: Problem,
     share a compile (`Featurized.coarse_sizes`). `anchor` != 0 adds anchor x
     `dfs_ranks(problem)` to the means: the policy's distribution pulled toward the
     DFS order (used on graphs with free units, where that order alone beats the
-    policy's mode; notes/policy_heuristic_seeds.md), on top of the model's own
+    policy's mode), on top of the model's own
     `ModelConfig.dfs_anchor`."""
     if not isinstance(problem, Problem):
         raise JaxplaceError(f"expected a Problem, got {type(problem).__name__}",

@@ -15,7 +15,7 @@ Restart r starts from a contiguous split (cut at equal work) of a topological or
 (`start_orders`: the DFS linearization, randomized DFS orders, Kahn orders of random
 priorities), its logits peaked at the split plus noise; optax's Adam updates all
 restarts at once. The start orders matter: restarts from depth-sorted orders only
-got stuck in their start's basin (notes/relax.md).
+got stuck in their start's basin.
 
 `candidates` turns the soft solutions into priority vectors for the exact decoder:
 the expected stage at a few snapshots of the descent, and stages sampled from the
@@ -55,7 +55,7 @@ class RelaxConfig:
         mode: "logits": free logits per unit and block at softmax temperature `tau`;
             "position": every unit has a real stage coordinate y and accelerator
             logits -(y - b - 1/2)^2 / (2 width^2) (a soft binning of a continuous
-            order; worse on REGAL graphs in our runs, notes/relax.md). CPU blocks
+            order; worse on REGAL graphs in our runs). CPU blocks
             have free logits in both.
         lr: Adam learning rate.
         init_noise: std of the noise on the initial logits (stage units for y).

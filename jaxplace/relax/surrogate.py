@@ -3,7 +3,7 @@
 Every node v gets a distribution P[v] over the K = k + cpus blocks (a softmax of
 logits; nodes of one placement unit share their unit's logits, so colocation holds by
 construction). With independent placements, the expected cost terms are
-(../shared/docs/mtpp.md section 1):
+(the MTPP block cost f(S) of `jaxplace.cost`):
 
     work(b)    = sum_v P[v,b] work(v)            (cpu_latency on CPU blocks)
     param(b)   = sum_v P[v,b] param(v)

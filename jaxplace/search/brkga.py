@@ -2,7 +2,7 @@
 
 Goncalves and Resende, "Biased random-key genetic algorithms for combinatorial
 optimization", J. Heuristics 17 (2011); used for pipeline partitioning by Archer et
-al. (ICML 2024), see ../shared/docs/mtpp.md section 2.
+al. (ICML 2024).
 
 Each generation keeps the elite fraction of the population unchanged, adds fresh
 uniform mutants, and fills the rest by biased uniform crossover of one elite and one

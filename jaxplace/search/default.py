@@ -6,8 +6,8 @@
    identical accelerators and no CPU blocks its first population and mutants are
    drawn from the shipped policy (REGAL's coupling; with gnn-v2 1.8% and 1.0% lower
    cost at k = 8 and 16 on held-out REGAL-like graphs, 0.4% at k = 4, inside the
-   noise: notes/policy_default.md; with gnn-v3, the shipped one now, 1.6% and 1.4%
-   on the same graphs, 0.3% at k = 4, level with gnn-v2: notes/policy_ties.md).
+   noise; with gnn-v3, the shipped one now, 1.6% and 1.4% on the same graphs, 0.3%
+   at k = 4, level with gnn-v2).
 2. `ShiftSearch` from the best start among BRKGA's final population and the heuristic
    orders (DFS linearization, ASAP / ALAP layerings over placement units, free units
    placed next to their heaviest tensor partner, user seeds): batches of node shifts
@@ -19,7 +19,7 @@
    n <= 400, the exact MIP on HiGHS warm-started from the best partition, for the
    search's own time so far (2-10 s, within the time limit); its incumbent, when
    better, becomes the answer (0.969x the cost on 12 held-out REGAL-like graphs at
-   k = 4; notes/polish.md). Option `polish` (bool) forces it on or off.
+   k = 4). Option `polish` (bool) forces it on or off.
 4. Budget: 30,000 evaluations, or max(3000, 600 n) when smaller; the search stops at
    once when the cost reaches the simple lower bound (proved optimal).
 """
@@ -52,8 +52,8 @@ BRKGA_SHARE = 1 / 3
 POPULATION = 100
 LOCAL_BATCH = 64
 #: Share of the local-search candidates whose moved node comes from the bottleneck
-#: block or its neighbours, by k: helped at k = 16 on REGAL graphs, hurt at k = 4, 8
-#: (notes/search.md), so only for k >= FOCUS_MIN_K.
+#: block or its neighbours, by k: helped at k = 16, hurt at k = 4, 8
+#: on REGAL-like graphs, so only for k >= FOCUS_MIN_K.
 FOCUS = 0.5
 FOCUS_MIN_K = 12
 #: Local-search steps per compiled chunk (the bottleneck focus is refreshed between).
@@ -63,16 +63,16 @@ PATIENCE = 12_000
 #: Stop BRKGA after this many evaluations without improvement.
 BRKGA_PATIENCE = 4000
 #: Heuristic orders in BRKGA's first population (else only as local-search starts):
-#: seeding made BRKGA converge early on REGAL graphs (notes/search.md).
+#: seeding made BRKGA converge early on REGAL graphs.
 SEED_BRKGA = False
 #: ... except on graphs of at least this many nodes, where uniform random keys are far
 #: from the heuristic orders and the few generations a time limit allows never reach
-#: them (n = 2000, 120 s: BRKGA ended above the DFS solution; notes/reliability.md).
+#: them (n = 2000, 120 s: BRKGA ended above the DFS solution).
 SEED_BRKGA_MIN_NODES = 1000
 #: Draw BRKGA's first population and mutants from the shipped policy (REGAL's
 #: coupling, `jaxplace.search.policy`) in the first phase, on problems with at least
 #: POLICY_MIN_K identical accelerators and no CPU blocks (what the policy was trained
-#: on); option `use_policy` forces it on or off. Measured in notes/policy_default.md.
+#: on); option `use_policy` forces it on or off.
 USE_POLICY = True
 POLICY_MIN_K = 8
 #: Local searches restarted after a stagnation stop, from the next best start (0: a

@@ -8,7 +8,7 @@
   edge) its first population also holds the heuristic orders (`seed_priorities`), which
   the policy's samples alone missed there (with / without 0.980 per problem on 48
   held-out orphan graphs; the proven optimum on bert_l-3_training, where it was 4.0 x
-  L on 3 of 5 seeds); elsewhere they made it worse (notes/policy_heuristic_seeds.md).
+  L on 3 of 5 seeds); elsewhere they made it worse.
   Option `heuristic_seeds` forces them on or off. `budget` counts decoder evaluations
   in both methods.
 - On graphs with free units "policy" pulls the policy's means toward the DFS order
@@ -43,7 +43,7 @@ from jaxplace.search.request import SearchRequest, finish
 
 #: On graphs with free units the policy's means get DFS_ANCHOR x the DFS rank in
 #: [-1, 1] (`jaxplace.policy.dfs_ranks`), chosen among 0 .. 2 on seed 7's orphan graphs
-#: and checked on fresh ones (notes/policy_heuristic_seeds.md).
+#: and checked on fresh ones.
 DFS_ANCHOR = 1.0
 
 
@@ -166,7 +166,7 @@ def dfs_anchor_for(problem, option=None, coupled: bool = False,
     the option `dfs_anchor` when given, else for "policy" DFS_ANCHOR on graphs with
     free units and 0 elsewhere; 0 for "policy+brkga" (`coupled`), whose first
     population holds the DFS order there and where the anchor did not help
-    (notes/policy_heuristic_seeds.md), and 0 for a policy trained with an anchor of
+    (on seed 7's orphan graphs), and 0 for a policy trained with an anchor of
     its own (`built_in`, its `ModelConfig.dfs_anchor`)."""
     if option is not None:
         return anchor_value(option)
@@ -185,8 +185,7 @@ def heuristic_seeds_apply(problem, option=None) -> bool:
     """Whether "policy+brkga" puts the heuristic orders (`seed_priorities`: DFS, ASAP,
     ALAP over placement units, free units next to their tensor partner) in its first
     population: the option `heuristic_seeds` when given, else only on graphs with free
-    units, where the DFS order alone beat the orphan policy's greedy order
-    (notes/policy_orphans.md)."""
+    units, where the DFS order alone beat the orphan policy's greedy order."""
     return problem.graph.units.has_free_units if option is None else bool(option)
 
 

@@ -5,7 +5,7 @@ Why: on REGAL-like graphs at k <= 4 the order-based searches stall at partitions
 whose cuts carry large tensors, while HiGHS's primal heuristics, started from the same
 partition, find lower-communication splits within 1-2 s (12 held-out graphs, 10 s:
 geometric mean 0.969x the default search's cost, up to 0.897x; at k = 8 only 0.9986x,
-so the default polishes at k <= POLISH_MAX_K; notes/polish.md). The incumbent goes
+so the default polishes at k <= POLISH_MAX_K). The incumbent goes
 back to the search as priorities whose Kahn order lists its blocks one after another,
 so the slicing DP on that order costs at most the incumbent.
 """

@@ -142,7 +142,7 @@ class SearchRequest:
         them are worse than the first solution, and get an achievable over-estimate.
         The window is the padded class's own (`jaxplace.decoder.window.search_window`:
         one per (N, K), or the full DP when the first solution needs more), so graphs
-        of one class share programs (notes/compile.md, 2026-11-23 session 3).
+        of one class share programs.
         """
         if self.latency or self.hetero:
             return None

@@ -1,7 +1,7 @@
 // A single-core C++ BRKGA for the max-throughput pipeline partitioning problem (MTPP),
 // the bench peer of `jaxplace bench search --suite regal-time`.
 //
-// Decoder (Archer et al., ICML 2024, Algorithm 2; ../shared/docs/mtpp.md section 2):
+// Decoder (Archer et al., ICML 2024, Algorithm 2):
 // Kahn's topological sort emitting the ready node of highest priority (float32 keys,
 // ties to the smaller index), then the SliceGraph DP over the order with the
 // streaming segment-cost column (range additions on a difference array). Tensors are
