@@ -1,0 +1,253 @@
+"""`search_many(problems)`: many problems in few compiled programs, streamed results.
+
+    import jaxplace as jp
+    results = jp.search_many([jp.Problem(g, k) for g in graphs for k in (2, 4, 8)],
+                             time_limit=60, on_result=lambda i, r: print(i, r.cost))
+
+The problems are grouped into buckets of one padded shape (`many_buckets`: at most
+`max_programs` of them, k a runtime value of the decoder). A bucket is one compiled
+program (`many_program`) that advances the searches of all its problems together,
+vmapped over problems x population: BRKGA (population 100, a third of the budget,
+stopped early without improvement), then a batched local search on the order from
+the better of BRKGA's best and the best heuristic order, each problem on its own
+schedule with its own budget, patience and target (the simple lower bound). For k <=
+4 a problem's best partition then gets the default search's MIP polish.
+
+Results stream out as each problem finishes (`on_result(index, result)`, or
+`iter_search_many` as a generator); Ctrl-C or `cancel.set()` stops the run and
+keeps every finished result and, for each unfinished problem, its best so far (the
+best heuristic order when its bucket never started), marked `interrupted`.
+
+Executors: "local" runs the buckets one after another in this process, each with a
+share of the time limit proportional to its padded work; "ray" runs one Ray task per
+bucket (`num_cpus` each; `ray_address`: an existing cluster, None: a local one),
+each with the whole time limit. With no time limit both give identical results for
+the same seeds: problem i searches with seed `seed + i`, and its random stream does
+not depend on how steps are cut into chunks.
+
+Every reported cost is the float64 reference's (`jaxplace.reference`) of the
+reported partition.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from jaxplace.errors import JaxplaceError
+from jaxplace.problem import Problem
+from jaxplace.search.many_buckets import MAX_PROGRAMS, Bucket, plan_buckets, problem_class
+from jaxplace.search.result import History, Result
+
+#: Population of the BRKGA phase (and neighbours per local-search step).
+POPULATION = 100
+#: Steps per compiled call between host checks (time limit, streaming, focus refresh).
+CHUNK_STEPS = 8
+METHOD = "many"
+
+
+@dataclass(frozen=True)
+class ManySettings:
+    """Per-call settings shared by every bucket (picklable, for Ray tasks).
+
+    budget: evaluations per problem (None: the default search's `default_budget`);
+    time_limit: seconds per bucket (None: none); polish: None (the default search's
+    rule: k <= 4), True or False.
+    """
+
+    seed: int = 0
+    budget: int | None = None
+    time_limit: float | None = None
+    population: int = POPULATION
+    brkga_share: float = 1 / 3
+    brkga_patience: int | None = None
+    patience: int | None = None
+    polish: bool | None = None
+    chunk: int = CHUNK_STEPS
+    options: tuple = ()
+
+
+@dataclass
+class Prepared:
+    """Host-side facts of one problem, computed once before bucketing."""
+
+    problem: Problem
+    index: int
+    x_seed: np.ndarray  # (n,) float32 best heuristic order
+    f_seed: float  # its float64 reference cost
+    lower_bound: float
+    cls: tuple = field(default=None)  # problem_class()
+
+
+def prepare(problem: Problem, index: int) -> Prepared:
+    """Validate one problem and compute its heuristic start and size class."""
+    from jaxplace.cost import simple_lower_bound
+    from jaxplace.decoder.layout import graph_structure
+    from jaxplace.reference import decode_reference
+    from jaxplace.search.baselines import seed_priorities
+
+    if not isinstance(problem, Problem):
+        raise JaxplaceError(f"expected a Problem, got {type(problem).__name__}",
+                            field=f"problems[{index}]")
+    if problem.hetero or problem.objective != "throughput":
+        raise JaxplaceError("search_many handles throughput problems on identical "
+                            "devices; use jp.search for latency or unequal devices",
+                            field=f"problems[{index}]")
+    seeds = seed_priorities(problem.graph)
+    costs = [decode_reference(problem, x).cost for x in seeds]
+    j = int(np.argmin(costs))
+    st = graph_structure(problem.graph)
+    return Prepared(problem, index, np.asarray(seeds[j], np.float32), float(costs[j]),
+                    float(simple_lower_bound(problem)),
+                    problem_class(problem, costs[j], st))
+
+
+def search_many(problems: Sequence[Problem], method: str | None = None, *,
+                time_limit: float | None = None, budget: int | None = None, seed: int = 0,
+                executor: str = "local",
+                on_result: Callable[[int, Result], None] | None = None,
+                cancel: threading.Event | None = None,
+                max_programs: int = MAX_PROGRAMS, polish: bool | None = None,
+                ray_address: str | None = None, num_cpus: int = 1,
+                **options) -> list[Result]:
+    """Best partition of every problem, searched in batches (see the module doc).
+
+    Args:
+        problems: throughput problems on identical devices (any sizes and k).
+        method: "default" (or None): the batched default search, the only one.
+        time_limit: seconds for the whole call (local executor, shared among the
+            buckets by padded work) or per bucket (Ray: buckets run in parallel).
+        budget: decoder evaluations per problem (default: `default_budget`).
+        seed: problem i searches with seed `seed + i`.
+        executor: "local" (this process) or "ray" (one Ray task per bucket).
+        on_result: called as `on_result(index, result)` as each problem finishes.
+        cancel: set it (from any thread) to stop after the chunk in flight.
+        max_programs: at most this many buckets, i.e. compiled programs.
+        polish: the MIP polish at k <= 4 (None: the default search's rule).
+        ray_address: Ray cluster to connect to (None: start or reuse a local one).
+        num_cpus: CPU cores each Ray task asks for.
+        options: `population`, `brkga_share`, `brkga_patience`, `patience`, `chunk`.
+
+    Returns:
+        One `Result` per problem, in input order (`method` "many").
+    """
+    out: list[Result | None] = [None] * len(problems)
+    for i, r in iter_search_many(problems, method, time_limit=time_limit, budget=budget,
+                                 seed=seed, executor=executor, cancel=cancel,
+                                 max_programs=max_programs, polish=polish,
+                                 ray_address=ray_address, num_cpus=num_cpus, **options):
+        out[i] = r
+        if on_result is not None:
+            on_result(i, r)
+    return out
+
+
+def iter_search_many(problems: Sequence[Problem], method: str | None = None, *,
+                     time_limit: float | None = None, budget: int | None = None,
+                     seed: int = 0, executor: str = "local",
+                     cancel: threading.Event | None = None,
+                     max_programs: int = MAX_PROGRAMS, polish: bool | None = None,
+                     ray_address: str | None = None, num_cpus: int = 1,
+                     **options) -> Iterator[tuple[int, Result]]:
+    """`search_many` as a generator of (index, Result), in finishing order; every
+    problem is yielded exactly once, also after Ctrl-C or `cancel`."""
+    start = time.perf_counter()
+    settings = _settings(method, time_limit, budget, seed, polish, options)
+    if executor not in ("local", "ray"):
+        raise JaxplaceError(f"must be 'local' or 'ray', got {executor!r}", field="executor")
+    problems = list(problems)
+    if not problems:
+        return
+    prepared = [prepare(p, i) for i, p in enumerate(problems)]
+    buckets = plan_buckets([p.cls for p in prepared], max_programs)
+    pending = {p.index for p in prepared}
+    cancel = cancel or threading.Event()
+    try:
+        if executor == "ray":
+            from jaxplace.search.many_ray import ray_buckets
+
+            stream = ray_buckets(prepared, buckets, settings, cancel, ray_address,
+                                 num_cpus)
+        else:
+            stream = _local_buckets(prepared, buckets, settings, cancel, start)
+        for i, r in stream:
+            pending.discard(i)
+            yield i, r
+    except KeyboardInterrupt:
+        cancel.set()
+    for i in sorted(pending):  # never started, or lost to an interrupt
+        yield i, seed_result(prepared[i], start)
+
+
+def _settings(method, time_limit, budget, seed, polish, options) -> ManySettings:
+    if method not in (None, "default", METHOD):
+        raise JaxplaceError(f"search_many runs the batched default search; got "
+                            f"{method!r}", field="method")
+    if budget is not None and budget < 1:
+        raise JaxplaceError("must be at least 1", field="budget")
+    if time_limit is not None and not time_limit > 0:
+        raise JaxplaceError("must be positive", field="time_limit")
+    known = {"population", "brkga_share", "brkga_patience", "patience", "chunk"}
+    bad = sorted(set(options) - known)
+    if bad:
+        raise JaxplaceError(f"unknown option(s) {', '.join(bad)}; known: "
+                            f"{', '.join(sorted(known))}", field="options")
+    return ManySettings(seed=int(seed), budget=budget, time_limit=time_limit,
+                        polish=polish, **options)
+
+
+def _local_buckets(prepared, buckets: list[Bucket], settings: ManySettings, cancel,
+                   start: float):
+    works = [b.work() for b in buckets]
+    for j, b in enumerate(buckets):
+        if cancel.is_set():
+            return
+        s = settings
+        if settings.time_limit is not None:
+            left = settings.time_limit - (time.perf_counter() - start)
+            share = left * works[j] / sum(works[j:])
+            if share <= 0:
+                return
+            s = replace(settings, time_limit=share)
+        yield from run_bucket([prepared[i] for i in b.members], b, s, cancel)
+
+
+def seed_result(p: Prepared, start: float, interrupted: bool = True) -> Result:
+    """The best heuristic order's result (a problem whose search never ran)."""
+    from jaxplace.reference import decode_reference
+
+    part = decode_reference(p.problem, p.x_seed)
+    return Result(cost=float(part.cost), partition=part, priorities=p.x_seed,
+                  evaluations=0, wall_time=time.perf_counter() - start,
+                  history=History.empty(), method=METHOD, lower_bound=p.lower_bound,
+                  interrupted=interrupted, info={"start": "heuristic"})
+
+
+def run_bucket(members: list[Prepared], bucket: Bucket, settings: ManySettings,
+               cancel: threading.Event | None = None) -> Iterator[tuple[int, Result]]:
+    """Search the problems of one bucket together; yields (index, Result) as each
+    finishes (see the module doc)."""
+    from jaxplace.search.many_run import BucketRun
+
+    yield from BucketRun(members, bucket, settings, cancel).results()
+
+
+def bucket_summary(problems: Sequence[Problem], max_programs: int = MAX_PROGRAMS
+                   ) -> list[Bucket]:
+    """The buckets (padded shapes and windows) `search_many` would use."""
+    prepared = [prepare(p, i) for i, p in enumerate(problems)]
+    return plan_buckets([p.cls for p in prepared], max_programs)
+
+
+def geometric_mean(x) -> float:
+    x = np.asarray(x, np.float64)
+    return float(np.exp(np.mean(np.log(x)))) if len(x) else math.nan
+
+
+__all__ = ["ManySettings", "bucket_summary", "iter_search_many", "run_bucket",
+           "search_many"]

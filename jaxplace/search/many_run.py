@@ -1,0 +1,223 @@
+"""The host loop of one `search_many` bucket: compiled chunks, streaming, stops.
+
+Between chunks it reads every problem's phase and best (small arrays), hands out
+the results of problems that reached DONE (decoded by the float64 reference, then
+MIP-polished at k <= 4), refreshes the bottleneck pools of problems in their local
+search at k >= FOCUS_MIN_K, and checks the time limit and the cancel event. On a
+stop, every unfinished problem reports its best so far.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxplace.decoder.layout import stack_graphs
+from jaxplace.search.many_program import DONE, LOCAL, ManyData, ManyProgram, many_chunk
+from jaxplace.search.result import History, Result
+
+#: With a time limit, a chunk is shortened to end this far (a share of the time
+#: left) before the deadline, from the measured time per step.
+DEADLINE_MARGIN = 0.9
+
+
+class BucketRun:
+    """One bucket's search (see the module doc); `results()` yields as it goes."""
+
+    def __init__(self, members, bucket, settings, cancel: threading.Event | None):
+        from jaxplace.search.default import (
+            BRKGA_PATIENCE,
+            FOCUS_MIN_K,
+            PATIENCE,
+            default_budget,
+        )
+
+        self.members, self.bucket, self.s = members, bucket, settings
+        self.cancel = cancel or threading.Event()
+        self.start = time.perf_counter()
+        opts = dict(settings.options)
+        P = settings.population
+        self.program = ManyProgram(bucket.spec, P, bucket.window, **opts)
+        self.budgets = [max(settings.budget or default_budget(m.problem), 2 * P)
+                        for m in members]
+        self.focus = [m.problem.k >= FOCUS_MIN_K for m in members]
+        self.brkga_patience = settings.brkga_patience or BRKGA_PATIENCE
+        self.patience = settings.patience or PATIENCE
+        self.hist = [([], [], []) for _ in members]
+
+    # -- setup ------------------------------------------------------------------------
+
+    def _data(self) -> ManyData:
+        from jaxplace.search.programs import neighbour_table
+        from jaxplace.search.request import initial_population
+
+        spec, s, P = self.bucket.spec, self.s, self.s.population
+        W = spec.width
+        _, g = stack_graphs([m.problem for m in self.members], spec=spec)
+        tables = [neighbour_table(m.problem, W) for m in self.members]
+        Dn = max(int(t.shape[1]) for t, _ in tables)
+        nbr = np.zeros((len(tables), W, Dn), np.int32)
+        for i, (t, _) in enumerate(tables):
+            nbr[i, :, :t.shape[1]] = np.asarray(t)
+        deg = np.stack([np.asarray(d) for _, d in tables])
+        xs = np.zeros((len(self.members), W), np.float32)
+        X0 = np.zeros((len(self.members), P, W), np.float32)
+        keys = []
+        for i, m in enumerate(self.members):
+            xs[i, :m.problem.n] = m.x_seed
+            key = jax.random.key(s.seed + m.index)
+            k_init, k_run = jax.random.split(key)
+            X0[i] = initial_population(k_init, P, W, None)
+            keys.append(k_run)
+        G = len(self.members)
+        i32 = lambda v: jnp.asarray(np.asarray(v, np.int32))  # noqa: E731
+        brkga = [max(int(b * s.brkga_share) // P, 1) * P for b in self.budgets]
+        self.X0 = jnp.asarray(X0)
+        return ManyData(
+            g=g, nbr=jnp.asarray(nbr), deg=jnp.asarray(deg),
+            nn=i32([m.problem.n for m in self.members]),
+            pool=jnp.zeros((G, W), jnp.int32), pool_n=jnp.zeros((G,), jnp.int32),
+            x_seed=jnp.asarray(xs),
+            f_seed=jnp.asarray([m.f_seed for m in self.members], jnp.float32),
+            budget=i32(self.budgets), brkga_evals=i32(brkga),
+            brkga_patience=i32([self.brkga_patience] * G),
+            patience=i32([self.patience] * G),
+            target=jnp.asarray([m.lower_bound * (1 + 1e-6) for m in self.members],
+                               jnp.float32),
+            key=jnp.stack(keys))
+
+    # -- loop -------------------------------------------------------------------------
+
+    def results(self):
+        data = self._data()
+        state = jax.vmap(self.program.init_state)(self.X0, data.x_seed)
+        G = len(self.members)
+        done = np.zeros(G, bool)
+        best_x = np.asarray(state.best_x)
+        best_f = np.full(G, np.inf)
+        evals = np.zeros(G, np.int64)
+        step_time, first, interrupted = None, True, False
+        limit = self.s.time_limit
+        try:
+            while not done.all():
+                if self.cancel.is_set() or (limit is not None and not first
+                                            and self._elapsed() >= limit):
+                    interrupted = True
+                    break
+                count = self._count(step_time, first)
+                t0 = time.perf_counter()
+                state = many_chunk(self.program, data, state, jnp.int32(count))
+                phase = np.asarray(state.phase)  # blocks until the chunk is done
+                if not first:
+                    step_time = (time.perf_counter() - t0) / count
+                first = False
+                best_x, best_f = np.asarray(state.best_x), np.asarray(state.best_f)
+                evals = np.asarray(state.evals)
+                now = self._elapsed()
+                for i in range(G):
+                    if not done[i]:
+                        h = self.hist[i]
+                        h[0].append(int(evals[i]))
+                        h[1].append(now)
+                        h[2].append(float(best_f[i]))
+                for i in np.flatnonzero((phase == DONE) & ~done):
+                    done[i] = True
+                    yield self._finish(i, best_x[i], int(evals[i]), False)
+                data = self._refresh_pools(data, state, phase, done)
+        except KeyboardInterrupt:
+            interrupted = True
+            self.cancel.set()
+        for i in np.flatnonzero(~done):
+            yield self._finish(i, best_x[i], int(evals[i]), interrupted)
+
+    def _elapsed(self) -> float:
+        return time.perf_counter() - self.start
+
+    def _count(self, step_time, first: bool) -> int:
+        c = self.s.chunk
+        if self.s.time_limit is None:
+            return c
+        if first or step_time is None:
+            return 1
+        left = self.s.time_limit - self._elapsed()
+        return max(1, min(c, int(DEADLINE_MARGIN * left / max(step_time, 1e-9))))
+
+    def _refresh_pools(self, data: ManyData, state, phase, done) -> ManyData:
+        """Bottleneck pools of the problems in their local search with focus."""
+        from jaxplace.search.local import bottleneck_pool
+
+        todo = [i for i in range(len(self.members))
+                if self.focus[i] and phase[i] == LOCAL and not done[i]]
+        if not todo:
+            return data
+        x = np.asarray(state.x)
+        pool, pool_n = np.array(data.pool), np.array(data.pool_n)
+        for i in todo:
+            p, c = bottleneck_pool(self.members[i].problem, x[i], pool.shape[1])
+            pool[i], pool_n[i] = np.asarray(p), int(c)
+        return data.replace(pool=jnp.asarray(pool), pool_n=jnp.asarray(pool_n))
+
+    # -- results ----------------------------------------------------------------------
+
+    def _finish(self, i: int, x, evals: int, interrupted: bool) -> tuple[int, Result]:
+        from jaxplace.reference import decode_reference
+
+        m = self.members[i]
+        p = m.problem
+        x = np.asarray(x, np.float32)[:p.n]
+        part = decode_reference(p, x)
+        info = {"bucket": {"N": self.bucket.spec.N, "K": self.bucket.spec.K,
+                           "window": self.bucket.window, "problems": len(self.members)}}
+        if not part.cost <= m.f_seed:  # the heuristic start was never beaten
+            part, x = decode_reference(p, m.x_seed), m.x_seed
+            info["start"] = "heuristic"
+        if not interrupted and not self.cancel.is_set():
+            part, x, evals = self._polish(i, part, x, evals, info)
+        e, t, b = self.hist[i]
+        res = Result(cost=float(part.cost), partition=part, priorities=x,
+                     evaluations=int(evals), wall_time=self._elapsed(),
+                     history=History(np.asarray(e, np.int64), np.asarray(t, np.float64),
+                                     np.asarray(b, np.float64)),
+                     method="many", lower_bound=m.lower_bound, interrupted=interrupted,
+                     info=info)
+        return m.index, res
+
+    def _polish(self, i: int, part, x, evals: int, info: dict):
+        """The default search's MIP polish at k <= 4, for this problem's share of the
+        bucket's time (within the time limit)."""
+        from jaxplace.reference import decode_reference
+        from jaxplace.search.polish import (
+            mip_polish,
+            partition_priorities,
+            polish_applies,
+            polish_time,
+        )
+
+        p = self.members[i].problem
+        want = self.s.polish
+        if want is False or (want is None and not polish_applies(p)):
+            return part, x, evals
+        if part.cost <= self.members[i].lower_bound * (1 + 1e-9):
+            return part, x, evals
+        limit = self.s.time_limit
+        left = None if limit is None else limit - self._elapsed()
+        t = polish_time(self._elapsed() / len(self.members), left)
+        if t < 0.5:
+            return part, x, evals
+        out = mip_polish(p, part.assignment, time_limit=t)
+        info["polish"] = {"time": t}
+        if out is None:
+            return part, x, evals
+        y = partition_priorities(p, out[0])
+        got = decode_reference(p, y)
+        info["polish"] |= out[2] | {"decoded": got.cost}
+        if got.cost < part.cost:
+            return got, np.asarray(y, np.float32), evals + 1
+        return part, x, evals
+
+
+__all__ = ["BucketRun"]
