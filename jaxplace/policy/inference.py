@@ -1,6 +1,6 @@
 """Using a trained policy: load it, and turn a Problem into per-node distributions.
 
-    pol = load_policy()                       # the shipped default (policies/gnn-v3)
+    pol = load_policy()                       # the shipped default (gnn-v3)
     pol = load_policy(problem=problem)        # the shipped policy for this problem
     dist = node_distribution(pol, problem)    # {"mean": (n,), "log_std": (n,)}
     X = sample_priorities(dist, key, 100)     # (100, n) in (0, 1), pure JAX
@@ -23,7 +23,7 @@ from jaxplace.policy import features as F
 from jaxplace.policy.model import ModelConfig, pure_apply
 from jaxplace.problem import Problem
 
-#: The policy shipped in policies/ and used when no path is given.
+#: The shipped policy used when no path and no problem is given.
 DEFAULT_POLICY = "gnn-v3"
 #: The shipped policy for problems with colocation classes (training graphs, whose
 #: forward and backward ops share a device): gnn-v3 fine-tuned on such graphs only,
@@ -53,17 +53,9 @@ class Policy:
 
 
 def default_policy_path(name: str = DEFAULT_POLICY) -> Path:
-    """Where the shipped policy `name` lives: the installed `jaxplace.policies` data
-    package, else the repository's top-level `policies/` folder."""
-    try:
-        from importlib.resources import files
-
-        p = files("jaxplace.policies") / name
-        if p.is_dir():
-            return Path(str(p))
-    except (ModuleNotFoundError, TypeError):
-        pass
-    return Path(__file__).resolve().parents[2] / "policies" / name
+    """Where the shipped policy `name` lives: `jaxplace/policies/<name>`, package data
+    of the installed package and of a source checkout alike."""
+    return Path(__file__).resolve().parents[1] / "policies" / name
 
 
 def default_policy_name(problem: Problem | None = None) -> str:
