@@ -1,68 +1,68 @@
 """Import an ONNX model as a CompGraph (needs the optional `onnx` package).
 
-Shapes come from `onnx.shape_inference.infer_shapes`; symbolic dimensions (a batch
-dimension "N", say) take their value from `dim_values` or else `default_dim` (the
-names that were defaulted are listed in `meta["defaulted_dims"]`). Conventions, the
-same as `from_jax`:
+The model is first seen as a runtime sees it (`jaxplace.importers.onnx_fold`):
+symbolic dimensions take their value from `dim_values` (else `default_dim`; the
+names defaulted are listed in `meta["defaulted_dims"]`), shapes come from
+`onnx.shape_inference`, and constant subgraphs are folded. Conventions, the same as
+`from_jax`:
 
-- one node per ONNX node; a node with several outputs (Split, TopK, LSTM, ...)
-  produces several tensors of one producer (hyperedges);
+- one node per compute op (an ONNX node that reads at least one non-constant
+  tensor); a node with several outputs (Split, TopK, LSTM, ...) produces several
+  tensors of one producer (hyperedges);
 - graph inputs are not nodes (their transfer into the first stage is not charged);
-- initializers and the outputs of `Constant` nodes are parameters, not nodes; each
-  is charged once, in bytes, to its first consumer in graph order (`size_param`). A
-  Reshape/Transpose/Cast/Squeeze/Unsqueeze/Identity/Flatten applied to a parameter
-  alone is folded into the parameter;
+- constant tensors (initializers, Constant outputs, anything computed from
+  constants alone, Shape of a static shape) are parameters; each is charged once, in
+  bytes, to its first compute consumer in graph order (`size_param`);
 - Loop/If/Scan are one node each, costed from their outputs like an unknown op
-  (their subgraphs are not inspected).
+  (their subgraphs are not inspected); the outer tensors they read are their inputs.
 
-Units: `work` in microseconds, tensor sizes in microseconds of link transfer (use
-`bandwidth=1`), `size_param` in bytes; raw `flops`, `bytes_moved`, `out_bytes`,
+An op type with no cost rule is costed by `UNKNOWN_RULE` and named once through
+`warn`. Units: `work` in microseconds, tensor sizes in microseconds of link transfer
+(use `bandwidth=1`), `size_param` in bytes; raw `flops`, `bytes_moved`, `out_bytes`,
 `param_bytes` in `node_attrs`.
 """
 
 from __future__ import annotations
 
 import os
+import sys
+from collections.abc import Callable
 from typing import Any
-
-import numpy as np
 
 from jaxplace.errors import JaxplaceError
 from jaxplace.graph import CompGraph
 from jaxplace.importers import roofline as rl
 from jaxplace.importers._builder import GraphBuilder
 from jaxplace.importers.devices import DeviceProfile, get_device
+from jaxplace.importers.onnx_fold import (
+    FoldedModel,
+    fold,
+    itemsize,
+    load_model,
+    require_onnx,
+    subgraph_inputs,
+)
 
-_PARAM_FOLD = frozenset({"Reshape", "Transpose", "Cast", "Squeeze", "Unsqueeze",
-                         "Identity", "Flatten"})
+UNKNOWN_RULE = ("1 FLOP per output element on the vector units, its input and output "
+                "bytes at memory bandwidth, plus the launch overhead")
 
 
-def _require_onnx():
-    try:
-        import onnx
-    except ImportError as exc:
-        raise JaxplaceError("reading ONNX models needs the onnx package: "
-                            "pip install 'jaxplace[onnx]' (or pip install onnx)") from exc
-    return onnx
-
-
-def _itemsize(onnx, elem_type: int) -> int:
-    try:
-        return int(np.dtype(onnx.helper.tensor_dtype_to_np_dtype(elem_type)).itemsize)
-    except Exception:  # bfloat16 / float8 / int4 without ml_dtypes: by name
-        name = onnx.TensorProto.DataType.Name(elem_type).lower()
-        if "float8" in name or "int4" in name:
-            return 1
-        if "16" in name:
-            return 2
-        return 4
+def warn_line(message: str) -> None:
+    """The default `warn` of `from_onnx`: one line on stderr."""
+    print(f"jaxplace: warning: {message}", file=sys.stderr)
 
 
 def _dtype_name(onnx, elem_type: int) -> str:
+    """The profile key of an ONNX elem type (FLOAT is fp32, not numpy's "float")."""
+    from jaxplace.importers.devices import canonical_dtype
+
     try:
-        return onnx.TensorProto.DataType.Name(elem_type).lower()
-    except ValueError:
-        return "float"
+        return canonical_dtype(onnx.helper.tensor_dtype_to_np_dtype(elem_type))
+    except Exception:  # bfloat16 / float8 without ml_dtypes: by name
+        try:
+            return canonical_dtype(onnx.TensorProto.DataType.Name(elem_type).lower())
+        except ValueError:
+            return "fp32"
 
 
 def _attr(node, name: str, default: Any = None) -> Any:
@@ -75,111 +75,33 @@ def _attr(node, name: str, default: Any = None) -> Any:
 
 
 def from_onnx(model, device: str | DeviceProfile = "h100", *, coarsen: bool | str = False,
-              dim_values: dict[str, int] | None = None, default_dim: int = 1) -> CompGraph:
+              dim_values: dict[str, int] | None = None, default_dim: int = 1,
+              warn: Callable[[str], None] | None = warn_line) -> CompGraph:
     """Build the computation graph of an ONNX model.
 
     Args:
-        model: a path to a .onnx file or an `onnx.ModelProto`.
+        model: a path to a .onnx file (weights in external files are not read) or an
+            `onnx.ModelProto`.
         device: a profile name (see `device_names()`) or a DeviceProfile.
         coarsen: fuse chains of cheap elementwise ops into their producer; "fusion":
             MOIRAI's fusion-rule coarsening (`jaxplace.importers.fusion`).
         dim_values: values of symbolic dimensions, e.g. {"batch": 8}.
         default_dim: value of any other symbolic or unknown dimension.
+        warn: called once with a one-line warning naming the op types that have no
+            cost rule (None: silent; they are listed in `meta["unknown_ops"]` anyway).
     """
-    onnx = _require_onnx()
     dev = get_device(device)
-    source = None
-    if isinstance(model, (str, os.PathLike)):
-        source = str(model)
-        if not os.path.exists(source):
-            raise JaxplaceError("no such file", source=source)
-        try:
-            model = onnx.load(source, load_external_data=False)
-        except Exception as exc:
-            raise JaxplaceError(f"not a readable ONNX model: {exc}", source=source) from exc
-    if not isinstance(model, onnx.ModelProto):
-        raise JaxplaceError(f"expected a path or onnx.ModelProto, got {type(model).__name__}")
+    proto, source = load_model(model)
     try:
-        model = onnx.shape_inference.infer_shapes(model)
-    except Exception as exc:
-        raise JaxplaceError(f"ONNX shape inference failed: {exc}", source=source) from exc
-    try:
-        return _convert(onnx, model, dev, coarsen, dict(dim_values or {}), int(default_dim),
-                        source)
+        folded = fold(proto, dim_values, default_dim, source)
+        graph = _convert(folded, dev, source)
     except JaxplaceError as exc:
         raise (exc.with_source(source) if source else exc) from None
-
-
-def _convert(onnx, model, dev, coarsen, dim_values, default_dim, source) -> CompGraph:
-    g = model.graph
-    defaulted: set[str] = set()
-
-    def dims_of(tensor_type) -> list[int]:
-        out = []
-        for d in tensor_type.shape.dim:
-            if d.HasField("dim_value") and d.dim_value > 0:
-                out.append(int(d.dim_value))
-            elif d.HasField("dim_param") and d.dim_param in dim_values:
-                out.append(int(dim_values[d.dim_param]))
-            else:
-                defaulted.add(d.dim_param or "?")
-                out.append(default_dim)
-        return out
-
-    info: dict[str, tuple[list[int], int]] = {}  # name -> (shape, elem_type)
-    for vi in [*g.input, *g.output, *g.value_info]:
-        tt = vi.type.tensor_type
-        if vi.type.HasField("tensor_type") and tt.HasField("shape"):
-            info[vi.name] = (dims_of(tt), tt.elem_type)
-        elif vi.type.HasField("tensor_type"):
-            info.setdefault(vi.name, ([], tt.elem_type))
-    for init in g.initializer:
-        info[init.name] = ([int(d) for d in init.dims], init.data_type)
-
-    def nbytes(name: str) -> float:
-        if name not in info:
-            return 0.0
-        shape, et = info[name]
-        return float(rl.numel(shape) * _itemsize(onnx, et))
-
-    b = GraphBuilder(dev)
-    env: dict[str, tuple] = {}
-    for init in g.initializer:
-        env[init.name] = ("p", b.add_param(init.name, nbytes(init.name)))
-    for inp in g.input:
-        env.setdefault(inp.name, ("x",))
-
-    unknown: set[str] = set()
-    for i, node in enumerate(g.node):
-        op = node.op_type
-        if op == "Constant":
-            t = _attr(node, "value")
-            if t is not None and hasattr(t, "dims"):
-                info[node.output[0]] = ([int(d) for d in t.dims], t.data_type)
-            size = nbytes(node.output[0])
-            env[node.output[0]] = ("p", b.add_param(node.name or f"Constant_{i}", size)) \
-                if size > 8 else ("c",)
-            continue
-        ins = [s for s in node.input if s]
-        src = [env.get(s, ("c",)) for s in ins]
-        if (op in _PARAM_FOLD and src and src[0][0] == "p"
-                and all(s[0] in "pc" for s in src[1:]) and len(node.output) == 1):
-            env[node.output[0]] = src[0]
-            continue
-        flops, moved, t = _node_cost(onnx, node, ins, info, nbytes, dev, unknown)
-        name = node.name or f"{op}_{i}"
-        _, tids = b.add_node(
-            name, op, flops, moved, t,
-            in_tensors=sorted({s[1] for s in src if s[0] == "t"}),
-            in_params=[s[1] for s in src if s[0] == "p"],
-            out_bytes=[nbytes(o) if o else 0.0 for o in node.output])
-        for o, tid in zip(node.output, tids, strict=True):
-            if o:
-                env[o] = ("t", tid)
-    meta = {"source": "onnx", "name": g.name or (os.path.basename(source) if source else
-                                                  "onnx"),
-            "defaulted_dims": sorted(defaulted), "unknown_ops": sorted(unknown)}
-    graph = b.build(meta)
+    unknown = graph.meta["unknown_ops"]
+    if unknown and warn is not None:
+        warn(f"{source or graph.meta['name']}: no cost rule for op type"
+             f"{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}: costed as "
+             f"{UNKNOWN_RULE}")
     if coarsen == "fusion":
         from jaxplace.importers.fusion import fuse
 
@@ -191,6 +113,54 @@ def _convert(onnx, model, dev, coarsen, dim_values, default_dim, source) -> Comp
     return graph
 
 
+def _convert(folded: FoldedModel, dev, source) -> CompGraph:
+    onnx = require_onnx()
+    g = folded.model.graph
+    info = folded.info
+
+    def nbytes(name: str) -> float:
+        shape, et = info.get(name, (None, 1))
+        if shape is None:
+            return 0.0
+        return float(rl.numel(shape) * itemsize(onnx, et))
+
+    b = GraphBuilder(dev)
+    env: dict[str, tuple] = {}
+    unknown: set[str] = set()
+    unshaped: set[str] = set()
+    for i in folded.compute:
+        node = g.node[i]
+        ins = [s for s in node.input if s]
+        reads = list(dict.fromkeys([*ins, *sorted(subgraph_inputs(node))]))
+        in_tensors, in_params = [], []
+        for s in reads:
+            if s in folded.const:
+                if s not in env:
+                    env[s] = ("p", b.add_param(s, nbytes(s)))
+                in_params.append(env[s][1])
+            elif s in env and env[s][0] == "t":
+                in_tensors.append(env[s][1])
+        outs = list(node.output)
+        unshaped.update(o for o in outs if o and info.get(o, (None, 0))[0] is None)
+        flops, moved, t = _node_cost(onnx, node, ins, info, nbytes, dev, unknown)
+        _, tids = b.add_node(folded.names[i], node.op_type, flops, moved, t,
+                             in_tensors=sorted(set(in_tensors)), in_params=in_params,
+                             out_bytes=[nbytes(o) if o else 0.0 for o in outs])
+        for o, tid in zip(outs, tids, strict=True):
+            if o:
+                env[o] = ("t", tid)
+    meta = {"source": "onnx", "name": g.name or (os.path.basename(source) if source else
+                                                  "onnx"),
+            "defaulted_dims": folded.defaulted_dims, "unknown_ops": sorted(unknown),
+            "unknown_rule": UNKNOWN_RULE, "opset": folded.opset,
+            "onnx_nodes": len(g.node), "folded_nodes": len(g.node) - len(folded.compute),
+            "unshaped_tensors": sorted(unshaped)}
+    if not folded.compute:
+        raise JaxplaceError("every node is constant: nothing to partition",
+                            field="graph.node")
+    return b.build(meta)
+
+
 def _node_cost(onnx, node, ins, info, nbytes, dev, unknown) -> tuple[float, float, float]:
     op = node.op_type
     cat = rl.classify(op)
@@ -198,13 +168,25 @@ def _node_cost(onnx, node, ins, info, nbytes, dev, unknown) -> tuple[float, floa
         return 0.0, 0.0, 0.0
 
     def shape(name):
-        return info.get(name, ([], 1))[0]
+        return info.get(name, ([], 1))[0] or []
 
     outs = [o for o in node.output if o]
     in_elems = sum(rl.numel(shape(s)) for s in ins)
     out_elems = sum(rl.numel(shape(s)) for s in outs)
     moved = sum(nbytes(s) for s in ins) + sum(nbytes(s) for s in outs)
-    et = info.get(outs[0], ([], 1))[1] if outs else 1
+    et = (info.get(outs[0], ([], 1))[1] if outs else 1) or 1
+    try:
+        flops, matrix, et = _flops(onnx, node, op, cat, ins, outs, info, shape, et,
+                                   in_elems, out_elems, unknown)
+    except (IndexError, ValueError, ZeroDivisionError):  # shapes unknown: generic rule
+        unknown.add(op)
+        flops, matrix = float(out_elems), False
+    t = rl.op_time(flops, moved, dev, _dtype_name(onnx, et), matrix=matrix)
+    return float(flops), float(moved), float(t)
+
+
+def _flops(onnx, node, op, cat, ins, outs, info, shape, et, in_elems, out_elems, unknown):
+    """(FLOPs, runs on the matrix units, elem type that sets the rate)."""
     matrix = False
     if op in ("MatMul", "MatMulInteger"):
         flops = rl.matmul_flops(shape(ins[0]), shape(ins[1]))
@@ -238,8 +220,7 @@ def _node_cost(onnx, node, ins, info, nbytes, dev, unknown) -> tuple[float, floa
         if cat in ("unknown", "control"):
             unknown.add(op)
         flops = rl.generic_flops(op, in_elems, out_elems)
-    t = rl.op_time(flops, moved, dev, _dtype_name(onnx, et), matrix=matrix)
-    return float(flops), float(moved), float(t)
+    return flops, matrix, et
 
 
 def _einsum_flops(equation, shapes) -> float:

@@ -70,7 +70,8 @@ def _same_pads(n_in, k, s, d, upper: bool) -> tuple[int, int]:
 def layers_from_onnx(model, dim_values: dict[str, int] | None = None,
                      default_dim: int = 1) -> list[Layer]:
     """The layer graph of an ONNX model (a path or a ModelProto) with one NCHW input."""
-    from jaxplace.importers.onnx_import import _attr, _require_onnx
+    from jaxplace.importers.onnx_fold import require_onnx as _require_onnx
+    from jaxplace.importers.onnx_import import _attr
 
     onnx = _require_onnx()
     source = None
