@@ -15,11 +15,38 @@ from jaxplace.problem import Problem
 FORMAT = "jaxplace-result/1"
 
 
+MODEL_FILE_SUFFIXES = (".onnx",)
+
+
+def model_provenance(path: str | os.PathLike) -> dict:
+    """{"path": absolute path, "sha256": hex digest} of a model file, recorded in a
+    result so that `jaxplace export` finds the model and knows it is the same one."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            digest.update(chunk)
+    return {"path": os.path.abspath(path), "sha256": digest.hexdigest()}
+
+
+def _source_model(source_file, source) -> dict | None:
+    """Provenance of the model file a result came from: `source_file`, else `source`
+    when it names a model file on disk."""
+    path = source_file
+    if path is None and isinstance(source, str) and \
+            source.lower().endswith(MODEL_FILE_SUFFIXES):
+        path = source
+    if path is None or not os.path.isfile(path):
+        return None
+    return model_provenance(path)
+
+
 def result_dict(problem: Problem, partition, *, method: str | None = None,
                 seed: int | None = None, timings: dict | None = None,
                 lower_bound: float | None = None, certificate: Any = None,
                 source: str | None = None, extra: dict | None = None,
-                schedule: Any = None) -> dict:
+                schedule: Any = None, source_file: str | None = None) -> dict:
     """The JSON-ready result for `partition` (a Partition or a block per node).
 
     Blocks are renumbered in a topological order of the quotient graph, so block 0 is
@@ -74,6 +101,9 @@ def result_dict(problem: Problem, partition, *, method: str | None = None,
             entry["pieces"] = int(per[b])
         out["contiguous"] = False
         out["virtual_pieces"] = schedule.to_dict(problem, renumber)
+    model = _source_model(source_file, source)
+    if model is not None:
+        out["source_model"] = model
     out.update(extra or {})
     return out
 
@@ -96,7 +126,8 @@ LATENCY_FORMAT = "jaxplace-latency-result/1"
 def latency_result_dict(problem: Problem, schedule, *, method: str | None = None,
                         seed: int | None = None, timings: dict | None = None,
                         lower_bound: float | None = None, source: str | None = None,
-                        extra: dict | None = None, **_ignored) -> dict:
+                        extra: dict | None = None, source_file: str | None = None,
+                        **_ignored) -> dict:
     """The JSON-ready result of a latency schedule: per op its device (by name), start
     and finish (seconds), per transfer the tensor (index and producer), source and
     destination devices, start and finish, and the makespan."""
@@ -131,6 +162,9 @@ def latency_result_dict(problem: Problem, schedule, *, method: str | None = None
                                for name, i in grouped]
         for entry in out["original_ops"]:
             del entry["id"]
+    model = _source_model(source_file, source)
+    if model is not None:
+        out["source_model"] = model
     out.update(extra or {})
     return out
 
