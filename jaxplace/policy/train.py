@@ -617,18 +617,52 @@ def _run_chunks(cfg, out, run, validate, state, pools, log, t0, bar, stop_at):
     return state, val
 
 
-def load_config(config) -> TrainConfig:
-    """A TrainConfig from itself, a dict, or a JSON file path."""
-    if isinstance(config, TrainConfig):
-        return config
-    if isinstance(config, dict):
-        return TrainConfig.from_json(config)
-    path = Path(config)
+#: Nested recipe sections merged key by key when a recipe extends another.
+_SECTIONS = ("model", "data")
+
+
+def read_recipe(path, _seen: tuple = ()) -> dict:
+    """A recipe file's options with its `extends` chain applied.
+
+    A recipe may name another recipe file in `extends` (a path relative to its own
+    folder); its options override those of that recipe, the `model` and `data`
+    sections key by key. So recipes are a shared base plus small named overrides,
+    and a fine-tune's recipe states only what differs from its parent's."""
+    path = Path(path)
     try:
         d = json.loads(path.read_text())
     except (OSError, json.JSONDecodeError) as e:
         raise JaxplaceError(f"cannot read training config ({e})", source=str(path),
                             field="config") from None
+    if not isinstance(d, dict):
+        raise JaxplaceError("must be a JSON object", source=str(path), field="config")
+    parent = d.pop("extends", None)
+    if parent is None:
+        return d
+    if not isinstance(parent, str):
+        raise JaxplaceError(f"must be a recipe file path, got {parent!r}",
+                            source=str(path), field="extends")
+    target = (path.parent / parent).resolve()
+    if target in _seen or target == path.resolve():
+        raise JaxplaceError(f"recipes extend each other in a cycle ({parent})",
+                            source=str(path), field="extends")
+    merged = read_recipe(target, _seen + (path.resolve(),))
+    for key, value in d.items():
+        if key in _SECTIONS and isinstance(value, dict):
+            merged[key] = {**merged.get(key, {}), **value}
+        else:
+            merged[key] = value
+    return merged
+
+
+def load_config(config) -> TrainConfig:
+    """A TrainConfig from itself, a dict, or a JSON recipe file (`read_recipe`)."""
+    if isinstance(config, TrainConfig):
+        return config
+    if isinstance(config, dict):
+        return TrainConfig.from_json(config)
+    path = Path(config)
+    d = read_recipe(path)
     try:
         return TrainConfig.from_json(d)
     except JaxplaceError as e:
