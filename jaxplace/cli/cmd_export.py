@@ -1,36 +1,128 @@
 """`jaxplace export RESULT --to FRAMEWORK [-o PATH]`: a result JSON's stage plan in a
-pipeline framework's own form (jaxplace.export)."""
+pipeline framework's own form (jaxplace.export), runnable ONNX stages, or a neutral
+JSON plan."""
 
 from __future__ import annotations
 
-from jaxplace.cli.args import add_output_arg, check_output
+from jaxplace.cli.args import add_output_arg, check_output, dims_from_args
+from jaxplace.errors import JaxplaceError
 
-HELP = "export a result's stage plan for Megatron-LM, DeepSpeed, vLLM, torch, JAX"
-DESCRIPTION = ("Print the stage plan of a result JSON (from `jaxplace partition "
-               "config.json -o result.json`) in a pipeline framework's own form, with "
-               "what it assumes; -o writes it as JSON. A plan the framework cannot "
-               "express is refused with the reason (exit status 2).")
+HELP = "export a result's stages: ONNX files, JSON, Megatron-LM, DeepSpeed, vLLM, torch, JAX"
+DESCRIPTION = ("Export the stage plan of a result JSON (from `jaxplace partition ... -o "
+               "result.json`). --to onnx -o DIR writes DIR/stage_<i>.onnx (cut out of the "
+               "model the result was made from, found through the path and sha256 the "
+               "result records) and DIR/plan.json; run the stages in order, feeding each "
+               "its inputs by name. --to json prints a neutral plan (stages, ops, tensors "
+               "crossing each cut with bytes, devices) of any result. megatron, deepspeed, "
+               "vllm, torch-pipelining and jax take the layer graphs of model configs. A "
+               "plan a framework cannot express is refused with the reason (exit 2).")
 
-FRAMEWORKS = ("megatron", "deepspeed", "vllm", "torch-pipelining", "jax", "json")
+FRAMEWORKS = ("onnx", "json", "megatron", "deepspeed", "vllm", "torch-pipelining", "jax")
+_LAYER_TARGETS = {"megatron": "Megatron-LM", "deepspeed": "DeepSpeed", "vllm": "vLLM",
+                  "torch-pipelining": "torch.distributed.pipelining", "jax": "the JAX export"}
 
 
 def add_arguments(p) -> None:
     p.add_argument("result", help="result JSON written by `jaxplace partition -o`")
     p.add_argument("--to", required=True, choices=FRAMEWORKS, metavar="FRAMEWORK",
                    help=f"target: {', '.join(FRAMEWORKS)}")
-    add_output_arg(p, "write the export (value, snippet, assumptions) as JSON here")
+    add_output_arg(p, "--to onnx: the folder for stage_<i>.onnx and plan.json; otherwise "
+                   "write the export as JSON here")
+    p.add_argument("--model", metavar="PATH",
+                   help="the .onnx model the result was made from (default: the path the "
+                        "result records; its sha256 must match)")
+    p.add_argument("--dim", action="append", default=[], metavar="NAME=VALUE",
+                   help="value of a symbolic ONNX dimension for the tensor bytes in the "
+                        "plan, e.g. --dim batch=8 (repeatable; others 1)")
 
 
 def run(args) -> int:
+    from jaxplace.formats import read_json, write_json
+
+    dims = dims_from_args(args)
+    if args.to == "onnx":
+        return _onnx(args, dims)
+    check_output(args.output, inputs=[args.result])
+    result = read_json(args.result)
+    if not isinstance(result, dict):
+        raise JaxplaceError("not a jaxplace result", source=args.result)
+    if args.to == "json":
+        data = _json(args, result, dims)
+        if args.output == "-":
+            write_json("-", data)
+            return 0
+        for st in data["stages"]:
+            print(f"stage {st['stage']} ({st['device']}): {len(st['ops'])} ops"
+                  + (f", in {_bytes(st['inputs'])}, out {_bytes(st['outputs'])}"
+                     if "inputs" in st else ""))
+        if args.output:
+            write_json(args.output, data)
+            print(f"wrote {args.output}")
+        return 0
+    return _layers(args, result)
+
+
+def _bytes(items) -> str:
+    total = sum(i.get("bytes") or 0 for i in items) if items and "bytes" in items[0] \
+        else sum(i.get("size", 0.0) for i in items)
+    unit = "bytes" if items and "bytes" in items[0] else "(graph size units)"
+    return f"{len(items)} tensors {total:.6g} {unit}"
+
+
+def _onnx(args, dims) -> int:
+    from pathlib import Path
+
+    from jaxplace.export.onnx_stages import export_result_onnx
+
+    if not args.output or args.output == "-":
+        raise JaxplaceError("--to onnx writes files: give the folder with -o DIR",
+                            field="--output")
+    out = Path(args.output)
+    if out.exists() and not out.is_dir():
+        raise JaxplaceError("is a file, expected a folder", source=str(out),
+                            field="--output")
+    plan = export_result_onnx(args.result, str(out), model=args.model, dim_values=dims)
+    for st in plan["stages"]:
+        ins = sum(i["bytes"] or 0 for i in st["inputs"])
+        outs = sum(o["bytes"] or 0 for o in st["outputs"])
+        print(f"{out / st['file']}: stage {st['stage']} ({st['device']}), "
+              f"{len(st['ops'])} ops, weights {st['weight_bytes']:.0f} bytes, "
+              f"in {len(st['inputs'])} tensors {ins:.0f} bytes, "
+              f"out {len(st['outputs'])} tensors {outs:.0f} bytes")
+    print(f"wrote {out / 'plan.json'}")
+    return 0
+
+
+def _json(args, result, dims) -> dict:
+    from jaxplace.export import export_plan, plan_from_result
+    from jaxplace.export.neutral import neutral_plan
+
+    data = neutral_plan(result, args.result, model=args.model, dim_values=dims)
+    try:
+        data["layer_plan"] = export_plan(plan_from_result(result), "json").value
+    except JaxplaceError:
+        pass  # not a layer chain: the neutral plan is the whole answer
+    return data
+
+
+def _layers(args, result) -> int:
     from dataclasses import replace
 
     from jaxplace.export import export_plan, plan_from_result
-    from jaxplace.formats import read_json, write_json
+    from jaxplace.formats import write_json
 
-    check_output(args.output, inputs=[args.result])
-    result = read_json(args.result)
-    exp = export_plan(plan_from_result(args.result), args.to)
-    devices = result.get("stage_devices") if isinstance(result, dict) else None
+    try:
+        plan = plan_from_result(args.result)
+    except JaxplaceError as exc:
+        if exc.field != "node_ids":
+            raise
+        raise JaxplaceError(
+            f"{_LAYER_TARGETS[args.to]} needs a layer chain (the result of partitioning "
+            "a model config, e.g. `jaxplace partition config.json`, whose node ids are "
+            "model.layers.<i>); this result's ops are not; use --to onnx or --to json",
+            source=args.result) from None
+    exp = export_plan(plan, args.to)
+    devices = result.get("stage_devices")
     if isinstance(devices, list) and devices:  # a plan for an unequal cluster
         order = ", ".join(f"rank {s}: {d}" for s, d in enumerate(devices))
         exp = replace(exp, assumptions=(*exp.assumptions, "pipeline ranks run on the "
