@@ -175,9 +175,12 @@ def iter_search_many(problems: Sequence[Problem], method: str | None = None, *,
                                  num_cpus)
         else:
             stream = _local_buckets(prepared, buckets, settings, cancel, start)
-        for i, r in stream:
-            pending.discard(i)
-            yield i, r
+        try:
+            for i, r in stream:
+                pending.discard(i)
+                yield i, r
+        finally:
+            stream.close()  # Ray: cancels the tasks still running
     except KeyboardInterrupt:
         cancel.set()
     for i in sorted(pending):  # never started, or lost to an interrupt

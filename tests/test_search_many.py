@@ -1,0 +1,201 @@
+"""search_many: batched searches checked against the float64 reference, brute force
+on tiny graphs, streaming, interrupts, bucketing, and the Ray executor."""
+
+import threading
+
+import numpy as np
+import pytest
+from brute import brute_force_optimum, is_valid
+
+import jaxplace as jp
+from jaxplace.cost import evaluate_partition
+from jaxplace.search.many import bucket_summary, iter_search_many, search_many
+from jaxplace.search.many_buckets import plan_buckets
+
+
+def small_graph(seed: int, n: int = 24) -> jp.CompGraph:
+    rng = np.random.default_rng(seed)
+    perm = rng.permutation(n)
+    edges = [(perm[i], perm[j]) for i in range(n) for j in range(i + 1, min(n, i + 4))
+             if rng.random() < 0.5]
+    return jp.CompGraph(rng.uniform(1, 10, n), edges, rng.uniform(0, 5, n),
+                        rng.uniform(0, 4, n))
+
+
+def tiny_problem(seed: int) -> jp.Problem:
+    rng = np.random.default_rng(2000 + seed)
+    n = int(rng.integers(3, 8))
+    perm = rng.permutation(n)
+    edges = [(perm[i], perm[j]) for i in range(n) for j in range(i + 1, n)
+             if rng.random() < 0.4]
+    g = jp.CompGraph(rng.integers(1, 30, n) / 10, edges, rng.integers(0, 30, n) / 10,
+                     rng.integers(0, 30, n) / 10)
+    return jp.Problem(g, int(rng.integers(2, 4)), bandwidth=[1.0, 0.5][seed % 2],
+                      memory=[None, 2.0][seed % 2], capacity=[None, None, 6.0][seed % 3])
+
+
+def mixed_problems() -> list:
+    """Small graphs of several sizes and k (one with an overflow budget), then tiny ones."""
+    out = [jp.Problem(small_graph(s, n), k) for s, n, k in
+           ((0, 24, 2), (1, 30, 3), (2, 18, 5), (3, 40, 4))]
+    out.append(jp.Problem(small_graph(4, 20), 3, memory=6.0, bandwidth=0.5))
+    return out + [tiny_problem(s) for s in range(5)]
+
+
+def check_exact(problem, r) -> None:
+    """The reported cost is the float64 reference's cost of the reported partition."""
+    a = np.asarray(r.partition.assignment)
+    assert is_valid(problem, a)
+    ref = evaluate_partition(problem, a).bottleneck
+    assert r.cost == pytest.approx(ref, rel=1e-12, abs=1e-12)
+    assert r.cost >= r.lower_bound * (1 - 1e-9)
+
+
+@pytest.fixture(scope="module")
+def mixed_run():
+    probs = mixed_problems()
+    seen = []
+    rs = search_many(probs, budget=1500, polish=False, max_programs=1,
+                     on_result=lambda i, r: seen.append((i, r)))
+    return probs, rs, seen
+
+
+def test_costs_match_the_reference_and_tiny_ones_brute_force(mixed_run):
+    probs, rs, _ = mixed_run
+    assert len(rs) == len(probs)
+    for p, r in zip(probs, rs, strict=True):
+        check_exact(p, r)
+        assert r.method == "many" and not r.interrupted
+        assert r.evaluations <= 1500
+    for p, r in zip(probs[5:], rs[5:], strict=True):  # the tiny ones
+        assert r.cost == pytest.approx(brute_force_optimum(p), rel=1e-6)
+
+
+def test_results_stream_once_each_as_they_finish(mixed_run):
+    probs, rs, seen = mixed_run
+    assert sorted(i for i, _ in seen) == list(range(len(probs)))
+    for i, r in seen:
+        assert r is rs[i]
+    walls = [r.wall_time for _, r in seen]
+    assert walls == sorted(walls)
+
+
+def test_one_bucket_pads_every_problem_to_one_shape():
+    probs = mixed_problems()
+    (b,) = bucket_summary(probs, max_programs=1)
+    assert b.members == list(range(len(probs)))
+    assert b.spec.K >= max(p.k for p in probs)
+    assert len(bucket_summary(probs, max_programs=3)) <= 3
+
+
+def test_plan_merges_down_to_max_programs_keeping_every_problem():
+    from jaxplace.decoder.layout import Spec
+
+    classes = [(Spec(N, N, 16, 16, K, False), None if N == 256 else N // 3, N - 5)
+               for N in (64, 96, 128, 192, 256) for K in (4, 8, 16)] * 2
+    for m in (1, 4, 8, 30):
+        bs = plan_buckets(classes, m)
+        assert len(bs) == min(m, 15)
+        assert sorted(i for b in bs for i in b.members) == list(range(len(classes)))
+        for b in bs:
+            for i in b.members:
+                s = classes[i][0]
+                assert s.N <= b.spec.N and s.K <= b.spec.K
+            if any(classes[i][1] is None for i in b.members):
+                assert b.window is None
+    with pytest.raises(jp.JaxplaceError, match="max_programs"):
+        plan_buckets(classes, 0)
+
+
+def test_results_do_not_depend_on_chunking(mixed_run):
+    probs, rs, _ = mixed_run
+    again = search_many(probs, budget=1500, polish=False, max_programs=1, chunk=3)
+    for x, y in zip(rs, again, strict=True):
+        assert np.array_equal(x.priorities, y.priorities) and x.cost == y.cost
+        assert x.evaluations == y.evaluations
+
+
+def interrupt_after(monkeypatch, chunks: int, action):
+    """Make the bucket loop call `action()` instead of its chunk number `chunks`."""
+    from jaxplace.search import many_run
+
+    calls = {"n": 0}
+    real = many_run.many_chunk
+
+    def wrapped(*a):
+        calls["n"] += 1
+        if calls["n"] == chunks:
+            action()
+        return real(*a)
+
+    monkeypatch.setattr(many_run, "many_chunk", wrapped)
+
+
+LONG = dict(budget=30_000, polish=False, max_programs=1, patience=10**9,
+            brkga_patience=10**9)
+
+
+def test_cancel_keeps_finished_results_and_unfinished_bests(monkeypatch):
+    probs = mixed_problems()
+    cancel = threading.Event()
+    interrupt_after(monkeypatch, 3, cancel.set)  # the third chunk still runs
+    out = dict(iter_search_many(probs, cancel=cancel, **LONG))
+    assert sorted(out) == list(range(len(probs)))
+    assert any(r.interrupted for r in out.values())
+    for i, r in out.items():
+        check_exact(probs[i], r)
+        assert 0 < r.evaluations <= 3 * 8 * 100
+        if not r.interrupted:  # finished before the cancel: reached the bound
+            assert r.cost <= r.lower_bound * (1 + 1e-5)
+
+
+def test_ctrl_c_keeps_every_best(monkeypatch):
+    def ctrl_c():
+        raise KeyboardInterrupt
+
+    probs = mixed_problems()
+    interrupt_after(monkeypatch, 3, ctrl_c)
+    rs = search_many(probs, **LONG)
+    assert any(r.interrupted for r in rs)
+    for p, r in zip(probs, rs, strict=True):
+        check_exact(p, r)
+        assert 0 < r.evaluations <= 2 * 8 * 100  # the best of two chunks
+
+
+@pytest.mark.heavy  # its own compile and a 2 s MIP
+def test_polish_at_small_k_stays_exact():
+    p = jp.Problem(small_graph(7, 14), 2)
+    (r,) = search_many([p], budget=600, polish=True)
+    check_exact(p, r)
+    assert "polish" in r.info or r.cost <= r.lower_bound * (1 + 1e-9)
+
+
+def test_bad_input_names_the_field():
+    p = jp.Problem(small_graph(0, 10), 2)
+    with pytest.raises(jp.JaxplaceError, match=r"problems\[1\]"):
+        search_many([p, "nope"])
+    with pytest.raises(jp.JaxplaceError, match="executor"):
+        search_many([p], executor="dask")
+    with pytest.raises(jp.JaxplaceError, match="method"):
+        search_many([p], "random")
+    with pytest.raises(jp.JaxplaceError, match="options"):
+        search_many([p], frobnicate=1)
+    assert search_many([]) == []
+
+
+def test_ray_executor_matches_local():
+    ray = pytest.importorskip("ray")
+    probs = mixed_problems()
+    assert len(probs) == 10
+    kw = dict(budget=1500, polish=False, max_programs=1)
+    local = search_many(probs, **kw)  # the module's fixture compiled it already
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+             configure_logging=False)
+    try:
+        remote = search_many(probs, executor="ray", num_cpus=1, **kw)
+    finally:
+        ray.shutdown()
+    for p, a, b in zip(probs, local, remote, strict=True):
+        check_exact(p, b)
+        assert np.array_equal(a.priorities, b.priorities)
+        assert a.cost == b.cost and a.evaluations == b.evaluations
