@@ -35,6 +35,7 @@ _LAZY = {
     "from_jax": "jaxplace.importers",
     "from_onnx": "jaxplace.importers",
     "load_cluster": "jaxplace.cluster",
+    "search_many": "jaxplace.search.many",
 }
 _SUBPACKAGES = ("bounds", "cluster", "cost", "decoder", "formats", "generators", "importers",
                 "latency", "llm",
@@ -72,5 +73,6 @@ __all__ = [
     "load_problem",
     "save_result",
     "search",
+    "search_many",
     "simple_lower_bound",
 ]
