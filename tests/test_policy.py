@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import shutil
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -766,34 +768,116 @@ def test_bad_ppo_epochs_name_the_field(tmp_path, value, capsys):
     assert "recipe.json" in err and "ppo_epochs" in err, err
 
 
-def test_every_training_recipe_loads_and_its_init_policy_ships():
-    # a recipe in training/ is documentation users run: an option renamed in
-    # TrainConfig, or an `init` naming a policy folder that is not shipped, would
-    # only show after minutes of data building
-    from pathlib import Path
+ROOT = Path(__file__).resolve().parents[1]
 
-    root = Path(__file__).resolve().parents[1]
-    recipes = sorted((root / "training").glob("*.json"))
-    assert len(recipes) >= 10
+
+def test_every_recipe_loads_and_its_init_policy_exists():
+    # a recipe is documentation users run: an option renamed in TrainConfig, a broken
+    # `extends`, or an `init` naming a policy folder that is gone would only show
+    # after minutes of data building
+    recipes = sorted((ROOT / "training").glob("*.json"))
+    recipes += sorted((ROOT / "experiments" / "recipes").glob("*.json"))
+    assert len(recipes) >= 20
     inits = {path.name: load_config(path).init for path in recipes}
     fine_tunes = {name: init for name, init in inits.items() if init is not None}
-    assert len(fine_tunes) >= 2, inits  # the check below runs
+    assert len(fine_tunes) >= 10, inits  # the check below runs
     for name, init in fine_tunes.items():
-        assert (root / init / "params.msgpack").is_file(), (name, init)
+        assert (ROOT / init / "params.msgpack").is_file(), (name, init)
 
 
-def test_every_shipped_policy_loads_and_has_a_model_card():
+def _card_command(card: Path) -> tuple[Path, Path]:
+    """The recipe and the export folder of the `jaxplace train` command in a card."""
+    m = re.search(r"jaxplace train (\S+\.json) .*--export (\S+)", card.read_text())
+    assert m, card
+    return ROOT / m.group(1), ROOT / m.group(2)
+
+
+def _policy_folders():
+    from jaxplace.policy import SHIPPED_POLICIES, default_policy_path
+
+    shipped = [default_policy_path(name) for name in SHIPPED_POLICIES]
+    kept = sorted(p for p in (ROOT / "policies").iterdir() if p.is_dir())
+    return shipped + kept
+
+
+def test_each_policy_card_command_reproduces_the_policy_training_config():
+    # the recipe named by a card's command resolves (through its `extends` chain) to
+    # exactly the TrainConfig the checkpoint records it was trained with; `init` may
+    # have moved, but names the same policy folder
+    folders = _policy_folders()
+    assert len(folders) == 5
+    for folder in folders:
+        recipe, export = _card_command(folder / "MODEL_CARD.md")
+        assert export == folder, (folder, export)
+        meta = json.loads((folder / "config.json").read_text())["meta"]["train_config"]
+        was = TrainConfig.from_json(meta).to_json()
+        now = load_config(recipe).to_json()
+        assert (now["init"] is None) == (was["init"] is None), folder
+        if now["init"] is not None:
+            assert Path(now["init"]).name == Path(was["init"]).name, folder
+            assert (ROOT / now["init"] / "params.msgpack").is_file(), folder
+        was["init"] = now["init"]
+        assert now == was, folder.name
+
+
+def test_model_cards_are_short_and_state_what_the_issue_asks():
+    for folder in _policy_folders():
+        text = (folder / "MODEL_CARD.md").read_text()
+        assert len(text) < 4000, (folder.name, len(text))
+        for word in ("Data", "Reward", "Steps", "Hardware", "Wall time", "Evaluation",
+                     "Command"):
+            assert word in text, (folder.name, word)
+
+
+def test_recipe_extends_merges_sections_key_by_key(tmp_path):
+    from jaxplace.policy.train import read_recipe
+
+    (tmp_path / "base.json").write_text(json.dumps(
+        {"lr": 0.001, "steps": 50, "model": {"hidden": 16, "layers": 2},
+         "data": {"n_range": [10, 20], "k_range": [2, 4]}}))
+    (tmp_path / "sub").mkdir()
+    child = tmp_path / "sub" / "child.json"
+    child.write_text(json.dumps({"extends": "../base.json", "steps": 75,
+                                 "model": {"layers": 3}, "data": {"k_range": [2, 8]}}))
+    grandchild = tmp_path / "sub" / "grandchild.json"
+    grandchild.write_text(json.dumps({"extends": "child.json", "lr": 0.002}))
+    assert read_recipe(grandchild) == {
+        "lr": 0.002, "steps": 75, "model": {"hidden": 16, "layers": 3},
+        "data": {"n_range": [10, 20], "k_range": [2, 8]}}
+    cfg = load_config(grandchild)
+    assert (cfg.lr, cfg.steps, cfg.model.hidden, cfg.model.layers) == (0.002, 75, 16, 3)
+    assert cfg.data.n_range == (10, 20) and cfg.data.k_range == (2, 8)
+
+
+@pytest.mark.parametrize("extends, problem", [
+    ("missing.json", "cannot read"), (3, "must be a recipe file path"),
+    ("loop.json", "cycle"),
+])
+def test_bad_extends_names_the_file_and_the_field(tmp_path, extends, problem):
+    (tmp_path / "loop.json").write_text(json.dumps({"extends": "recipe.json"}))
+    path = tmp_path / "recipe.json"
+    path.write_text(json.dumps({"extends": extends, "steps": 50}))
+    with pytest.raises(JaxplaceError) as e:
+        load_config(path)
+    assert problem in str(e.value), str(e.value)
+    assert ".json" in str(e.value), str(e.value)
+
+
+def test_the_package_ships_exactly_the_policies_the_routing_selects():
     from jaxplace.policy import (
         COLOCATION_POLICY,
         DEFAULT_POLICY,
         ORPHAN_POLICY,
+        SHIPPED_POLICIES,
         default_policy_path,
     )
 
+    assert set(SHIPPED_POLICIES) == {DEFAULT_POLICY, COLOCATION_POLICY, ORPHAN_POLICY}
     root = default_policy_path(DEFAULT_POLICY).parent
-    names = sorted(p.name for p in root.iterdir() if p.is_dir())
-    assert {DEFAULT_POLICY, COLOCATION_POLICY, ORPHAN_POLICY} <= set(names)
-    for name in names:
-        assert (root / name / "MODEL_CARD.md").is_file(), name
+    assert root == ROOT / "jaxplace" / "policies" and not root.is_symlink()
+    assert sorted(p.name for p in root.iterdir()) == sorted(SHIPPED_POLICIES)
+    for name in SHIPPED_POLICIES:
+        files = sorted(p.name for p in (root / name).iterdir())
+        assert files == ["MODEL_CARD.md", "config.json", "params.msgpack"], (name, files)
         pol = load_policy(str(root / name))  # weights match the config's architecture
         assert pol.config.feature_version == F.FEATURE_VERSION, name

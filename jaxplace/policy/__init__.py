@@ -7,8 +7,7 @@ and `distribution` for the distribution;
 `jaxplace.policy.train.train(config)` trains one from a recipe.
 
     from jaxplace.policy import load_policy, node_distribution, sample_priorities
-    pol = load_policy(problem=problem)  # gnn-v3; gnn-v3-train on colocated graphs,
-                                        # gnn-v4-train on those with orphan units
+    pol = load_policy(problem=problem)  # the shipped policy for it (`routing`)
     dist = node_distribution(pol, problem)
     X = sample_priorities(dist, jax.random.key(0), 100)  # (100, n), pure JAX
 """
@@ -16,17 +15,20 @@ and `distribution` for the distribution;
 from jaxplace.policy.distribution import greedy_priorities, sample_priorities
 from jaxplace.policy.features import dfs_ranks
 from jaxplace.policy.inference import (
-    COLOCATION_POLICY,
-    DEFAULT_POLICY,
-    ORPHAN_POLICY,
     Policy,
-    default_policy_name,
     default_policy_path,
     load_policy,
     node_distribution,
     policy_from_model,
 )
 from jaxplace.policy.model import ModelConfig, PolicyModel
+from jaxplace.policy.routing import (
+    COLOCATION_POLICY,
+    DEFAULT_POLICY,
+    ORPHAN_POLICY,
+    SHIPPED_POLICIES,
+    default_policy_name,
+)
 
 __all__ = [
     "COLOCATION_POLICY",
@@ -35,6 +37,7 @@ __all__ = [
     "ORPHAN_POLICY",
     "Policy",
     "PolicyModel",
+    "SHIPPED_POLICIES",
     "default_policy_name",
     "default_policy_path",
     "dfs_ranks",

@@ -21,21 +21,8 @@ from jaxplace.errors import JaxplaceError
 from jaxplace.policy import checkpoint as ck
 from jaxplace.policy import features as F
 from jaxplace.policy.model import ModelConfig, pure_apply
+from jaxplace.policy.routing import DEFAULT_POLICY, default_policy_name
 from jaxplace.problem import Problem
-
-#: The shipped policy used when no path and no problem is given.
-DEFAULT_POLICY = "gnn-v3"
-#: The shipped policy for problems with colocation classes (training graphs, whose
-#: forward and backward ops share a device): gnn-v3 fine-tuned on such graphs only,
-#: better than gnn-v3 there and never used on plain graphs, where it was not measured
-#: to help.
-COLOCATION_POLICY = "gnn-v3-train"
-#: The shipped policy for graphs with colocation classes and free units (orphan
-#: backward ops: units with no ordering edge, which Kahn's order may put anywhere):
-#: gnn-v3-train fine-tuned on such graphs, better there, slightly worse at greedy on
-#: colocated graphs without them, so used only where free units exist.
-ORPHAN_POLICY = "gnn-v4-train"
-
 
 @dataclass(frozen=True, eq=False)
 class Policy:
@@ -58,18 +45,9 @@ def default_policy_path(name: str = DEFAULT_POLICY) -> Path:
     return Path(__file__).resolve().parents[1] / "policies" / name
 
 
-def default_policy_name(problem: Problem | None = None) -> str:
-    """The shipped policy for `problem`: when its graph has colocation classes
-    (non-trivial placement units), ORPHAN_POLICY if some unit is free, else
-    COLOCATION_POLICY; DEFAULT_POLICY for every other graph."""
-    if problem is None or problem.graph.units.trivial:
-        return DEFAULT_POLICY
-    return ORPHAN_POLICY if problem.graph.units.has_free_units else COLOCATION_POLICY
-
-
 def load_policy(path: str | None = None, problem: Problem | None = None) -> Policy:
     """Load a policy directory; None: the shipped policy for `problem`
-    (`default_policy_name`), DEFAULT_POLICY without one. Raises `JaxplaceError`
+    (`jaxplace.policy.routing.default_policy_name`), DEFAULT_POLICY without one. Raises `JaxplaceError`
     naming the file when it is missing, truncated or of another architecture."""
     p = default_policy_path(default_policy_name(problem)) if path is None else Path(path)
     cfg, params, meta = ck.read_policy(p)

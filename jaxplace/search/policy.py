@@ -4,29 +4,19 @@
   priority sampling, Jeon et al., ICLR 2023).
 - "policy+brkga": BRKGA whose first population is the mode plus samples and whose
   mutants are drawn from the policy instead of uniformly (REGAL's coupling, Paliwal
-  et al., ICLR 2020). On graphs with free units (placement units with no ordering
-  edge) its first population also holds the heuristic orders (`seed_priorities`), which
-  the policy's samples alone missed there (with / without 0.980 per problem on 48
-  held-out orphan graphs; the proven optimum on bert_l-3_training, where it was 4.0 x
-  L on 3 of 5 seeds); elsewhere they made it worse.
-  Option `heuristic_seeds` forces them on or off. `budget` counts decoder evaluations
-  in both methods.
-- On graphs with free units "policy" pulls the policy's means toward the DFS order
-  (`dfs_anchor_for`: greedy 0.925x and best of 100 0.952x the cost per problem on 48
-  held-out orphan graphs; level inside "policy+brkga", so off there by default);
-  option `dfs_anchor` for both, `Result.info["dfs_anchor"]` when non-zero.
+  et al., ICLR 2020). `budget` counts decoder evaluations in both methods.
 
-The policy is the shipped one for the problem (`jaxplace.policy.default_policy_name`:
-gnn-v3; gnn-v3-train on graphs with colocation classes, gnn-v4-train on those with
-free units) unless `policy=PATH` is given (an option of `jp.search`, `--policy` on
-the command line). Its per-node distribution is computed once on the host, padded to
-the decoder's width and passed in `SearchData.dist`, so the compiled programs sample
-from it on device.
+Which policy a problem gets, the DFS anchor of "policy" and the heuristic orders in
+"policy+brkga"'s first population (both on graphs with free units) are decided in
+`jaxplace.policy.routing`; options `policy=PATH` (`--policy` on the command line),
+`dfs_anchor` and `heuristic_seeds` override them, and `Result.info["dfs_anchor"]`
+records a non-zero anchor. The policy's per-node distribution is computed once on the
+host, padded to the decoder's width and passed in `SearchData.dist`, so the compiled
+programs sample from it on device.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,17 +24,17 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxplace.errors import JaxplaceError
+from jaxplace.policy.routing import (
+    DFS_ANCHOR,
+    anchor_value,
+    dfs_anchor_for,
+    heuristic_seeds_apply,
+)
 from jaxplace.search.baselines import seed_priorities
 from jaxplace.search.driver import run_program
 from jaxplace.search.methods import DEFAULT_POPULATION
 from jaxplace.search.programs import DecodeFitness, EvosaxProgram, SearchData
 from jaxplace.search.request import SearchRequest, finish
-
-#: On graphs with free units the policy's means get DFS_ANCHOR x the DFS rank in
-#: [-1, 1] (`jaxplace.policy.dfs_ranks`), chosen among 0 .. 2 on seed 7's orphan graphs
-#: and checked on fresh ones.
-DFS_ANCHOR = 1.0
 
 
 def _sample(dist, key, num: int) -> jnp.ndarray:
@@ -148,45 +138,10 @@ def policy_evolve(req: SearchRequest, *, budget: int, population: int, path=None
                        patience=patience)
 
 
-def anchor_value(option, field: str = "dfs_anchor") -> float:
-    """The DFS anchor given as an option (a number or its text), checked: finite, else
-    JaxplaceError naming `field`."""
-    try:
-        a = float(option)
-    except (TypeError, ValueError):
-        a = math.nan
-    if not math.isfinite(a):
-        raise JaxplaceError(f"expected a finite number, got {option!r}", field=field)
-    return a
-
-
-def dfs_anchor_for(problem, option=None, coupled: bool = False,
-                   built_in: float = 0.0) -> float:
-    """The DFS anchor of the policy's means (`jaxplace.policy.node_distribution`):
-    the option `dfs_anchor` when given, else for "policy" DFS_ANCHOR on graphs with
-    free units and 0 elsewhere; 0 for "policy+brkga" (`coupled`), whose first
-    population holds the DFS order there and where the anchor did not help
-    (on seed 7's orphan graphs), and 0 for a policy trained with an anchor of
-    its own (`built_in`, its `ModelConfig.dfs_anchor`)."""
-    if option is not None:
-        return anchor_value(option)
-    if coupled or built_in or not problem.graph.units.has_free_units:
-        return 0.0
-    return DFS_ANCHOR
-
-
 def _to_keys(x) -> np.ndarray:
     """Priorities mapped into (0, 1), BRKGA's key range, keeping their order and ties."""
     values, rank = np.unique(np.asarray(x), return_inverse=True)
     return ((rank + 1) / (len(values) + 1)).astype(np.float32)
-
-
-def heuristic_seeds_apply(problem, option=None) -> bool:
-    """Whether "policy+brkga" puts the heuristic orders (`seed_priorities`: DFS, ASAP,
-    ALAP over placement units, free units next to their tensor partner) in its first
-    population: the option `heuristic_seeds` when given, else only on graphs with free
-    units, where the DFS order alone beat the orphan policy's greedy order."""
-    return problem.graph.units.has_free_units if option is None else bool(option)
 
 
 def policy_search(req: SearchRequest, coupled: bool):
@@ -233,7 +188,6 @@ def policy_search(req: SearchRequest, coupled: bool):
                         **({"dfs_anchor": anchor} if anchor else {})})
 
 
-__all__ = ["DFS_ANCHOR", "PolicyBRKGAProgram", "PolicySampleProgram", "dfs_anchor_for",
-           "heuristic_seeds_apply",
-           "padded_distribution",
+__all__ = ["DFS_ANCHOR", "PolicyBRKGAProgram", "PolicySampleProgram", "anchor_value",
+           "dfs_anchor_for", "heuristic_seeds_apply", "padded_distribution",
            "policy_evolve", "policy_label", "policy_search"]

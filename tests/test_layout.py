@@ -1,0 +1,45 @@
+"""The package holds the library only: no lab notes, probes or repository paths."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[1] / "jaxplace"
+#: What an installed user does not have: the lab folders and the shared workspace.
+FORBIDDEN = re.compile(r"\bnotes/|\bexperiments/|\.\./shared")
+
+
+def _files():
+    return [p for p in PACKAGE.rglob("*") if p.is_file() and "__pycache__" not in p.parts]
+
+
+def test_no_file_in_the_package_cites_the_lab_or_the_shared_workspace():
+    files = _files()
+    assert len(files) > 50  # the walk found the package
+    hits = []
+    for path in files:
+        if path.suffix in (".msgpack", ".so", ".pyc"):
+            continue
+        text = path.read_text(errors="replace")
+        for n, line in enumerate(text.splitlines(), 1):
+            if FORBIDDEN.search(line):
+                hits.append(f"{path.relative_to(PACKAGE.parent)}:{n}: {line.strip()}")
+    assert not hits, "\n".join(hits)
+
+
+def test_the_pattern_catches_what_it_is_for():
+    assert FORBIDDEN.search("measured in notes/polish.md")
+    assert FORBIDDEN.search("(experiments/gpu.md)")
+    assert FORBIDDEN.search("see ../shared/docs/mtpp.md")
+    assert not FORBIDDEN.search("footnotes are fine, and so is shared/data")
+
+
+def test_no_probe_script_or_symlink_in_the_package():
+    # probes are scripts run as __main__ over a set of problems; the package's own
+    # entry points are the CLI's subcommands and `python -m jaxplace.<bench>` modules
+    assert not [p for p in PACKAGE.rglob("*") if p.is_symlink()]
+    lab = {p.name for p in (PACKAGE.parent / "experiments").glob("*.py")}
+    probes = [p for p in PACKAGE.rglob("*.py")
+              if p.name in lab or re.match(r"(probe|policy_|wincmp|warmcold)", p.name)]
+    assert not probes, probes
