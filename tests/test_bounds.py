@@ -291,12 +291,13 @@ def test_cpu_blocks_skip_the_mips_and_stay_valid(problem):
 
 def test_registry_is_the_ladder():
     assert tuple(BOUNDS) == METHODS
-    assert METHODS == ("simple", "ideals", "bottleneck-lp", "bottleneck-no-dag-lp",
-                       "bottleneck-no-io-lp", "bottleneck-guess-lp", "exact-lp",
-                       "bottleneck", "bottleneck-no-dag", "bottleneck-no-io",
-                       "bottleneck-guess", "cover", "exact")
+    assert METHODS == ("simple", "station", "ideals", "bottleneck-lp",
+                       "bottleneck-no-dag-lp", "bottleneck-no-io-lp", "bottleneck-guess-lp",
+                       "station-check-lp", "exact-lp", "bottleneck", "bottleneck-no-dag",
+                       "bottleneck-no-io", "bottleneck-guess", "station-check", "cover",
+                       "exact")
     assert MIP_METHODS == ("bottleneck", "bottleneck-no-dag", "bottleneck-no-io",
-                           "bottleneck-guess", "cover", "exact")
+                           "bottleneck-guess", "station-check", "cover", "exact")
     assert set(DEFAULT_METHODS) <= set(METHODS)
     for name, m in BOUNDS.items():
         assert m.name == name

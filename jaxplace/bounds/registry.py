@@ -16,7 +16,9 @@ from jaxplace.bounds.bottleneck import BottleneckBound
 from jaxplace.bounds.cover import CoverBound
 from jaxplace.bounds.exact import ExactBound
 from jaxplace.bounds.guess import GuessBound
+from jaxplace.bounds.guess_check import GuessCheckBound
 from jaxplace.bounds.simple import SimpleBound
+from jaxplace.bounds.station import StationBound
 from jaxplace.errors import JaxplaceError
 from jaxplace.exact.bound import IdealsBound
 
@@ -24,16 +26,19 @@ from jaxplace.exact.bound import IdealsBound
 #: then the MIPs; the exact MIP last, so it starts from the best bound proven before it)
 BOUNDS: Mapping[str, BoundMethod] = MappingProxyType({m.name: m for m in (
     SimpleBound("simple"),
+    StationBound("station"),  # station windows of a guessed T, no solver
     IdealsBound("ideals"),  # exact DP over ideals: OPT over contiguous splits, CPUs too
     BottleneckBound("bottleneck-lp", "full", relax=True),
     BottleneckBound("bottleneck-no-dag-lp", "no-dag", relax=True),
     BottleneckBound("bottleneck-no-io-lp", "no-io", relax=True),
     GuessBound("bottleneck-guess-lp", relax=True),
+    GuessCheckBound("station-check-lp", relax=True),  # bisection on T, LP checks
     ExactBound("exact-lp", relax=True),
     BottleneckBound("bottleneck", "full"),
     BottleneckBound("bottleneck-no-dag", "no-dag"),
     BottleneckBound("bottleneck-no-io", "no-io"),
     GuessBound("bottleneck-guess"),
+    GuessCheckBound("station-check"),  # bisection on T, feasibility MIPs
     CoverBound("cover"),  # column generation over convex blocks, binary search on z
     ExactBound("exact"),
 )})
