@@ -77,6 +77,12 @@ def _noncontiguous_search(req: SearchRequest) -> Result:
     return noncontiguous_search(req)
 
 
+def _multilevel_search(req: SearchRequest) -> Result:
+    from jaxplace.multilevel.search import multilevel_search
+
+    return multilevel_search(req)
+
+
 def _build() -> dict[str, Method]:
     methods = {
         "default": Method("default", default_search, default_budget,
@@ -100,6 +106,9 @@ def _build() -> dict[str, Method]:
         "noncontiguous": Method("noncontiguous", _noncontiguous_search, 1,
                                 "non-contiguous split by the IP of Tarnawski et al. "
                                 "(HiGHS; virtual-device pipeline)"),
+        "multilevel": Method("multilevel", _multilevel_search, 1,
+                             "coarsen, search the coarsest level, refine every level "
+                             "(graphs of thousands of ops; time-limited)"),
     }
     for name in algorithms():
         if name != "BRKGA":

@@ -1,0 +1,203 @@
+"""The multilevel search (method "multilevel"): first solution, V-cycles, exact answer.
+
+1. First solution: the DFS order sliced by the exact DP (`slicing`), reported at once.
+2. A V-cycle coarsens the graph without splitting the incumbent's blocks (so the
+   incumbent survives on every level), optionally searches the coarsest level with a
+   flat method of `jaxplace.search` (the first cycle only, seeded with the incumbent),
+   then refines level by level down to the placement units (`refine`), keeping the
+   best partition by its exact cost. Cycles repeat with new random tie-breaks until
+   the time limit.
+3. The answer is the best order sliced by the DP, so its priorities decode to it.
+
+Every level's partition costs exactly what its projection costs on the original graph
+(`coarsen`), so the search never reports a cost it did not evaluate.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+
+from jaxplace.cost import evaluate_partition
+from jaxplace.multilevel.coarsen import COARSEST_UNITS, Level, coarsen, unit_level
+from jaxplace.multilevel.memory import check_memory
+from jaxplace.multilevel.project import consistent_order, to_finer, to_nodes
+from jaxplace.multilevel.refine import RefineStats, refine
+from jaxplace.multilevel.slicing import slice_units
+from jaxplace.partition import Partition
+from jaxplace.search.baselines import order_to_priorities
+from jaxplace.search.result import History, Result
+from jaxplace.search.stop import Progress
+
+#: Graphs of at least this many ops go to the multilevel search rather than the flat
+#: compiled one (measured with `jaxplace bench scale`: from here on the flat search
+#: spends most of its time compiling and rarely leaves its first solution).
+MULTILEVEL_MIN_NODES = 2000
+#: Seconds of search when the request has no time limit.
+DEFAULT_SECONDS = 60.0
+#: Share of the time limit for the flat search of the coarsest level (first cycle).
+COARSE_SHARE = 0.35
+#: Flat method for the coarsest level ("none": skip it).
+COARSE_METHOD = "brkga"
+#: Share of the time limit held back for the final slicing and the answer.
+RESERVE_SHARE = 0.04
+
+
+class _Tracker:
+    """Best partition so far, its history and the observer's reports."""
+
+    def __init__(self, req, base: Level):
+        self.req, self.base = req, base
+        self.best_a = None  # block per level-0 cluster
+        self.cost = math.inf
+        self.evaluations = 0
+        self.rows = []
+
+    def offer(self, a0: np.ndarray, cost: float, phase: str) -> bool:
+        if not cost < self.cost:
+            return False
+        self.best_a, self.cost = np.asarray(a0, np.int64).copy(), float(cost)
+        elapsed = time.perf_counter() - self.req.start
+        self.rows.append((self.evaluations, elapsed, self.cost))
+        if self.req.observer is not None:
+            part = self.partition(slice_again=False)
+            self.req.observer(Progress(self.evaluations, self.cost,
+                                       order_to_priorities(part.order), elapsed, phase,
+                                       part))
+        return True
+
+    def partition(self, slice_again: bool = True) -> Partition:
+        """The incumbent as a node-level `Partition`: its order (blocks contiguous)
+        sliced again by the DP when asked (never worse)."""
+        p, base = self.req.problem, self.base
+        uorder = consistent_order(base.problem, self.best_a, base.order)
+        units = p.graph.units
+        node_order = uorder if units.trivial else np.concatenate(
+            [units.unit_members(u) for u in uorder]).astype(np.int64)
+        if slice_again:
+            part = slice_units(p, node_order, bound=self.cost)
+            if part.cost <= self.cost:
+                return part
+        a = to_nodes(base, self.best_a)
+        seq = a[node_order]
+        cuts = tuple(int(i) for i in np.flatnonzero(seq[1:] != seq[:-1]) + 1)
+        blocks = np.cumsum(np.r_[0, (seq[1:] != seq[:-1]).astype(np.int64)])
+        assignment = np.empty(p.n, np.int64)
+        assignment[node_order] = blocks
+        return Partition(node_order, cuts, assignment, self.cost)
+
+
+def multilevel_search(req) -> Result:
+    """Run the multilevel search for a `SearchRequest` (see the module doc).
+
+    Options (`req.options`): coarsest (clusters, default COARSEST_UNITS),
+    coarse_method (default COARSE_METHOD), coarse_share (COARSE_SHARE), slack
+    (relative cost slack of the transfer-reducing moves, default 0.02).
+    """
+    p = req.problem
+    check_memory(p)
+    opts = dict(req.options)
+    coarsest = int(opts.pop("coarsest", COARSEST_UNITS))
+    coarse_method = str(opts.pop("coarse_method", COARSE_METHOD))
+    coarse_share = float(opts.pop("coarse_share", COARSE_SHARE))
+    slack = float(opts.pop("slack", 0.02))
+    limit = req.stop.time_limit if req.stop.time_limit is not None else DEFAULT_SECONDS
+    end = req.start + limit * (1 - RESERVE_SHARE)
+    rng = np.random.default_rng(req.seed)
+    info = {"levels": [], "cycles": 0, "per_level": []}
+
+    base = unit_level(p)
+    track = _Tracker(req, base)
+    first = slice_units(base.problem, base.order)
+    track.evaluations += 1
+    track.offer(first.assignment, evaluate_partition(base.problem, first.assignment)
+                .bottleneck, "dfs")
+    info["first_cost"] = track.cost
+
+    def stopped() -> bool:
+        return (time.perf_counter() >= end or req.stop.cancelled()
+                or req.stop.reached(track.cost))
+
+    cycle = 0
+    while not stopped():
+        levels = coarsen(p, coarsest=coarsest, block=to_nodes(base, track.best_a),
+                         base=base, rng=rng if cycle else None, should_stop=stopped)
+        if cycle == 0:
+            info["levels"] = [lv.size for lv in levels]
+        top = levels[-1]
+        a = np.empty(top.size, np.int64)
+        a[top.node_cluster] = to_nodes(base, track.best_a)
+        if cycle == 0 and coarse_method != "none" and len(levels) > 1:
+            a = _coarse_search(req, top, a, coarse_method, coarse_share * limit, track,
+                               info)
+        for i in range(len(levels) - 1, -1, -1):
+            if stopped():
+                break
+            lv = levels[i]
+            if i < len(levels) - 1:
+                a = to_finer(lv, a)
+            left = end - time.perf_counter()
+            deadline = time.perf_counter() + left / (i + 1)
+            stats = RefineStats()
+            a, cost = refine(lv, a, deadline, stats, slack=slack)
+            track.evaluations += stats.evaluations
+            info["per_level"].append({"cycle": cycle, "level": i, "size": lv.size,
+                                      "evaluations": stats.evaluations,
+                                      "seconds": stats.seconds, "moves": stats.moves,
+                                      "cost": cost})
+            a0 = a
+            for j in range(i - 1, -1, -1):
+                a0 = to_finer(levels[j], a0)
+            track.offer(a0, cost, f"refine-{i}")
+        cycle += 1
+    info["cycles"] = cycle
+    part = track.partition()
+    cost = float(evaluate_partition(p, part.assignment).bottleneck)
+    part = Partition(part.order, part.cuts, part.assignment, cost)
+    history = History(*(np.asarray(c) for c in zip(*track.rows, strict=True))) \
+        if track.rows else History.empty()
+    return Result(cost=cost, partition=part, priorities=order_to_priorities(part.order),
+                  evaluations=track.evaluations,
+                  wall_time=time.perf_counter() - req.start, history=history,
+                  method="multilevel", lower_bound=req.lower_bound,
+                  interrupted=req.stop.cancelled() or time.perf_counter() >= end,
+                  info=info)
+
+
+def _coarse_search(req, top: Level, a: np.ndarray, method: str, seconds: float,
+                   track: _Tracker, info: dict) -> np.ndarray:
+    """The coarsest level searched by a flat method seeded with the incumbent; returns
+    the better of its answer and `a` (a block per coarsest cluster)."""
+    from jaxplace.search.api import search
+    from jaxplace.search.stop import StopRule
+
+    seconds = min(seconds, req.start + (req.stop.time_limit or DEFAULT_SECONDS) * 0.9
+                  - time.perf_counter())
+    if seconds <= 1:
+        return a
+    qp = top.problem
+    seed_x = order_to_priorities(consistent_order(qp, a, top.order))
+    t0 = time.perf_counter()
+    res = search(qp, method, seed=req.seed, stop=StopRule(seconds, None, None,
+                                                          req.stop.cancel),
+                 seeds=seed_x[None], progress=False)
+    track.evaluations += res.evaluations
+    info["coarse"] = {"method": method, "size": qp.n, "evaluations": res.evaluations,
+                      "seconds": time.perf_counter() - t0, "cost": res.cost}
+    start_cost = evaluate_partition(qp, a).bottleneck
+    if res.cost < start_cost:
+        a = np.asarray(res.partition.assignment, np.int64)
+        a0 = a[top.node_cluster]
+        track.offer(_to_base(track.base, a0), res.cost, "coarse")
+    return a
+
+
+def _to_base(base: Level, node_blocks: np.ndarray) -> np.ndarray:
+    out = np.empty(base.size, np.int64)
+    out[base.node_cluster] = node_blocks
+    return out
+
+
+__all__ = ["MULTILEVEL_MIN_NODES", "multilevel_search"]
