@@ -27,18 +27,18 @@ _LAZY = {
     "load_graph": "jaxplace.formats",
     "save_result": "jaxplace.formats",
     "certify": "jaxplace.bounds",
-    "evaluate": "jaxplace.decoder",
-    "decode": "jaxplace.decoder",
+    "evaluate": "jaxplace.objectives.api",
+    "decode": "jaxplace.objectives.api",
     "Evaluator": "jaxplace.decoder",
     "evaluate_partition": "jaxplace.cost",
-    "simple_lower_bound": "jaxplace.cost",
+    "simple_lower_bound": "jaxplace.objectives.api",
     "from_jax": "jaxplace.importers",
     "from_onnx": "jaxplace.importers",
     "load_cluster": "jaxplace.cluster",
     "search_many": "jaxplace.search.many",
 }
 _SUBPACKAGES = ("bounds", "cluster", "cost", "decoder", "formats", "generators", "importers",
-                "latency", "llm",
+                "latency", "llm", "objectives",
                 "partition", "policy", "reference", "relax", "search", "spatial")
 
 

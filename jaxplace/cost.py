@@ -40,6 +40,11 @@ class PartitionCost:
         return float(self.total.max())
 
     @property
+    def cost(self) -> float:
+        """The objective's value: the bottleneck."""
+        return self.bottleneck
+
+    @property
     def feasible(self) -> bool:
         return bool(np.isfinite(self.bottleneck))
 
@@ -148,12 +153,26 @@ def quotient_order(problem: Problem, a: np.ndarray) -> np.ndarray:
 
 
 def evaluate_partition(problem: Problem, assignment, *,
-                       contiguous: bool = True, devices=None) -> PartitionCost:
-    """Per-block costs and the bottleneck of `assignment` (a block index per node).
+                       contiguous: bool = True, devices=None):
+    """The float64 reference costs of `assignment` under the problem's objective
+    (`jaxplace.objectives`); the returned object's `cost` is the objective's value.
 
-    On a cluster of unequal devices (`problem.hetero`) blocks are pipeline stages in
-    index order and `devices[s]` is stage s's device (default: the Partition's
-    `devices`, else the cluster's order); returns `jaxplace.hetero.StageCosts`.
+    Throughput on identical accelerators: `partition_costs` (a `PartitionCost`, whose
+    `bottleneck` is its cost). On unequal devices, blocks are pipeline stages in index
+    order and `devices[s]` is stage s's device (default: the Partition's `devices`,
+    else the cluster's order); a `jaxplace.hetero.StageCosts`. Latency: the schedule
+    of the ops on their given devices (`jaxplace.latency.objective`).
+    """
+    from jaxplace.objectives.registry import objective_of
+
+    return objective_of(problem).evaluate_partition(problem, assignment,
+                                                    contiguous=contiguous, devices=devices)
+
+
+def partition_costs(problem: Problem, assignment, *, contiguous: bool = True
+                    ) -> PartitionCost:
+    """Per-block costs and the bottleneck of `assignment` (a block index per node) on
+    identical accelerators (the throughput objective).
 
     Raises JaxplaceError when the assignment is malformed, splits a colocation class,
     puts an unsupported node on an accelerator, or its quotient graph has a cycle
@@ -166,14 +185,7 @@ def evaluate_partition(problem: Problem, assignment, *,
     `block_order` is then a topological order of the quotient when it has one, else
     the blocks in order of their first node in a topological order of the graph.
     """
-    if problem.hetero:
-        from jaxplace.hetero.reference import evaluate_stages
-
-        if devices is None:
-            devices = getattr(assignment, "devices", None)
-        if devices is None:
-            devices = np.arange(problem.cluster.num_devices)
-        return evaluate_stages(problem.pipeline_instance, assignment, devices)
+    _check_throughput(problem, "partition_costs")
     g, k, B = problem.graph, problem.num_blocks, problem.bandwidth
     a = check_assignment(problem, assignment)
     check_placement(problem, a)
@@ -219,13 +231,35 @@ def _loose_order(problem: Problem, a: np.ndarray) -> np.ndarray:
         return np.argsort(first, kind="stable").astype(np.int64)
 
 
+def _check_throughput(problem: Problem, what: str) -> None:
+    """JaxplaceError unless the identical-accelerator model is the problem's objective
+    (a cost computed under another objective would be a wrong number)."""
+    from jaxplace.objectives.registry import objective_of
+
+    obj = objective_of(problem)
+    if obj.name != "throughput":
+        raise JaxplaceError(f"{what} computes throughput on identical accelerators, not "
+                            f"{obj.label}; use jaxplace.evaluate_partition or "
+                            "jaxplace.objectives.objective_of(problem)", field="objective")
+
+
+def lower_bound(problem: Problem) -> float:
+    """The objective's own closed-form lower bound (`Objective.lower_bound`): the
+    simple bound below for throughput on identical accelerators."""
+    from jaxplace.objectives.registry import objective_of
+
+    return float(objective_of(problem).lower_bound(problem))
+
+
 def simple_lower_bound(problem: Problem) -> float:
-    """L = max(max_v work(v), sum_v work(v) / k) <= OPT (communication ignored).
+    """L = max(max_v work(v), sum_v work(v) / k) <= OPT (communication ignored), on
+    identical accelerators (other objectives: `lower_bound`).
 
     With CPU blocks or colocation, per placement unit u: m_u = min(accelerator work
     (inf if unsupported), CPU latency (inf without CPUs)), and L = max(max_u m_u,
     sum_u m_u / (k + cpus)): every unit costs at least m_u wherever it goes.
     """
+    _check_throughput(problem, "simple_lower_bound")
     g = problem.graph
     if problem.cpus == 0 and g.units.trivial and problem.supported.all():
         w = g.work

@@ -18,7 +18,8 @@ def _plain(v) -> str:
     return repr(v)
 
 
-#: The objectives a Problem can have.
+#: The objectives a Problem could have when jaxplace was imported (more can be
+#: registered: `jaxplace.objectives.register`; `problem_objectives()` lists them all).
 OBJECTIVES = ("throughput", "latency")
 #: Relative slack on the hard capacity (see `Problem.capacity_limit`).
 CAPACITY_RTOL = 1e-9
@@ -92,14 +93,22 @@ class Problem:
         if self.cpus and "cpu_latency" not in self.graph.node_attrs:
             raise JaxplaceError("CPU blocks need the node attribute 'cpu_latency', which "
                                 "the graph lacks", field="cpus")
-        if self.hetero:
-            from jaxplace.hetero.model import check_problem
+        self.objective_impl.validate(self)
 
-            check_problem(self)
+    @cached_property
+    def objective_impl(self):
+        """The `jaxplace.objectives.Objective` serving this problem (by its objective
+        name and cluster): every question about costs, bounds and methods goes to it."""
+        from jaxplace.objectives.registry import objective_of
+
+        return objective_of(self)
 
     def _check_objective(self) -> None:
-        if self.objective not in OBJECTIVES:
-            raise JaxplaceError(f"must be one of {', '.join(OBJECTIVES)}, got "
+        from jaxplace.objectives.registry import problem_objectives
+
+        names = problem_objectives()
+        if self.objective not in names:
+            raise JaxplaceError(f"must be one of {', '.join(names)}, got "
                                 f"{self.objective!r}", field="objective")
         c = self.cluster
         if c is not None:
@@ -110,20 +119,8 @@ class Problem:
                                     field="cluster")
             if self.k is None:
                 object.__setattr__(self, "k", c.num_devices)
-        if self.objective == "latency":
-            if c is None:
-                raise JaxplaceError("the latency objective needs a cluster", field="cluster")
-            if self.k != c.num_devices:
-                raise JaxplaceError(f"must equal the cluster's {c.num_devices} devices "
-                                    f"for the latency objective, got {_plain(self.k)}",
-                                    field="k")
-            if self.cpus:
-                raise JaxplaceError("CPU blocks do not apply to the latency objective",
-                                    field="cpus")
         if self.k is None:
             raise JaxplaceError("missing: give k or a cluster", field="k")
-        if self.objective == "latency":
-            self.latency  # noqa: B018 (builds the instance now: a graph too big fails here)
 
     @cached_property
     def latency(self):

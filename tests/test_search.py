@@ -470,7 +470,7 @@ def test_time_limit_shortens_chunks_without_recompiling():
 def test_observer_reports_the_best_of_all_phases():
     p = jp.Problem(small_graph(4, n=40), 8)
     seen = []
-    r = search(p, budget=3000, progress=False, observer=seen.append)
+    r = search(p, budget=3000, progress=False, observer=seen.append, search_only=True)
     costs = [e.best_cost for e in seen]
     assert seen[0].phase == "dfs" and {"brkga", "local"} & {e.phase for e in seen}
     assert all(b <= a for a, b in zip(costs, costs[1:], strict=False))
@@ -498,7 +498,7 @@ def test_default_search_coupled_with_the_policy():
     p = jp.Problem(small_graph(1), 3)
     seen = []
     r = search(p, budget=600, population_size=20, seed=0, progress=False,
-               use_policy=True, observer=seen.append)
+               use_policy=True, observer=seen.append, search_only=True)
     assert "policy+brkga" in {e.phase for e in seen}
     assert r.method == "default" and r.evaluations <= 600 and r.info["policy"] == "gnn-v3"
     assert "policy" not in search(p, budget=600, population_size=20, seed=0, progress=False,
@@ -547,7 +547,7 @@ def test_shipped_policy_is_chosen_by_the_problem():
         modes[name] = routed.priorities
     # the default search couples the same policy
     r = search(orphan, budget=300, population_size=20, seed=0, progress=False,
-               use_policy=True)
+               use_policy=True, search_only=True)
     assert r.info["policy"] == ORPHAN_POLICY
     # the policies give different modes on the same training graphs
     for p, name, other in ((coloc, COLOCATION_POLICY, DEFAULT_POLICY),

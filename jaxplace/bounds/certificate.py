@@ -32,7 +32,7 @@ from jaxplace.errors import JaxplaceError
 from jaxplace.problem import Problem
 
 __all__ = ["DEFAULT_METHODS", "METHODS", "MIP_METHODS", "OPTIMAL_RTOL", "Certificate",
-           "MethodResult", "as_assignment", "certify", "sample_partition"]
+           "MethodResult", "as_assignment", "certify", "certify_ladder", "sample_partition"]
 
 OPTIMAL_RTOL = 1e-6  # ratio <= 1 + this (plus the MIP gap asked for) counts as optimal
 
@@ -226,11 +226,34 @@ def _certificate(results: list[MethodResult], ctx: BoundContext, source: str | N
                        tolerance=OPTIMAL_RTOL + settings["mip_rel_gap"], settings=settings)
 
 
-def certify(problem: Problem, partition=None, methods=DEFAULT_METHODS, *,
+def certify(problem: Problem, partition=None, methods=None, *,
             time_limit: float = 60.0, threads: int = 1, mip_rel_gap: float = 1e-6,
             progress=None, samples: int = 64, seed: int = 0,
-            registry: Mapping[str, BoundMethod] = BOUNDS) -> Certificate:
-    """Bound OPT from below with the ladder and from above with the best partition known.
+            registry: Mapping[str, BoundMethod] | None = None) -> Certificate:
+    """Bound OPT from below and from above under the problem's objective
+    (`jaxplace.objectives`): on identical accelerators the ladder of `certify_ladder`
+    (default methods `DEFAULT_METHODS`); other objectives run their own bounds (their
+    `bound_methods`; a method they do not support is a JaxplaceError, never a bound
+    computed under another objective).
+    """
+    from jaxplace.objectives.registry import objective_of
+
+    obj = objective_of(problem)
+    settings = dict(time_limit=time_limit, threads=threads, mip_rel_gap=mip_rel_gap,
+                    progress=progress, samples=samples, seed=seed)
+    if registry is not None:
+        if obj.name != "throughput":
+            raise obj.unsupported("a custom bound registry")
+        settings["registry"] = registry
+    return obj.certify(problem, partition, methods, **settings)
+
+
+def certify_ladder(problem: Problem, partition=None, methods=DEFAULT_METHODS, *,
+                   time_limit: float = 60.0, threads: int = 1, mip_rel_gap: float = 1e-6,
+                   progress=None, samples: int = 64, seed: int = 0,
+                   registry: Mapping[str, BoundMethod] = BOUNDS) -> Certificate:
+    """Bound OPT from below with the ladder and from above with the best partition known
+    (throughput on identical accelerators).
 
     Args:
         problem: the instance.

@@ -77,11 +77,9 @@ def evaluate(problem: Problem, X, *, precision: str = "float32",
     `window`: None (full DP) or an int (blocks of at most that many units, checked
     and recomputed where inexact). See `Evaluator` for the other settings.
     """
-    if getattr(problem, "hetero", False):  # unequal devices: rows may carry device keys
-        from jaxplace.hetero.decoder import evaluate as hetero_evaluate
-
-        return hetero_evaluate(problem.pipeline_instance, problem.k, X,
-                               dtype=jnp.float64 if precision == "float64" else jnp.float32)
+    obj = problem.objective_impl
+    if obj.name != "throughput":  # the problem's own objective decodes its rows
+        return obj.evaluate(problem, X, precision=precision)
     devices = None if devices is None else tuple(devices)
     ev = EVALUATORS.get(problem, precision=precision, chunk_size=chunk_size,
                         devices=devices, memory_budget=memory_budget, impl=impl,
@@ -93,13 +91,9 @@ def decode(problem: Problem, x, *, precision: str = "float32"):
     """The `Partition` of SliceGraph(Kahn(x)) for one (n,) x, or a list for (P, n).
     On unequal devices x may carry d device keys after the n priorities (float64
     reference decode; the Partition's `devices` maps stages to devices)."""
-    if getattr(problem, "hetero", False):
-        from jaxplace.hetero.reference import decode as hetero_decode
-
-        X = np.asarray(x)
-        parts = [hetero_decode(problem.pipeline_instance, r, problem.k)
-                 for r in np.atleast_2d(X)]
-        return parts[0] if X.ndim == 1 else parts
+    obj = problem.objective_impl
+    if obj.name != "throughput":
+        return obj.decode(problem, x, precision=precision)
     return EVALUATORS.get(problem, precision=precision, window=None).decode(x)
 
 

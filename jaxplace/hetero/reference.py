@@ -67,6 +67,11 @@ class StageCosts:
         return float(self.total.max())
 
     @property
+    def cost(self) -> float:
+        """The objective's value: the bottleneck."""
+        return self.bottleneck
+
+    @property
     def feasible(self) -> bool:
         return bool(np.isfinite(self.bottleneck))
 

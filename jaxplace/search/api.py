@@ -10,6 +10,7 @@ import numpy as np
 
 from jaxplace.code_maps import release_compiled_code
 from jaxplace.errors import JaxplaceError
+from jaxplace.objectives.registry import objective_of
 from jaxplace.problem import Problem
 from jaxplace.search.registry import get_method
 from jaxplace.search.request import SearchRequest, problem_lower_bound
@@ -54,6 +55,7 @@ def search(problem: Problem, method: str | None = None, *, budget: int | None = 
         raise JaxplaceError(f"expected a Problem, got {type(problem).__name__}",
                             field="problem")
     m = get_method(method or "default")
+    objective_of(problem).check_search_method(m.name)
     if budget is not None and budget < 1:
         raise JaxplaceError("must be at least 1", field="budget")
     stop = _stop_rule(problem, stop, time_limit, target_ratio)
@@ -72,7 +74,8 @@ def search(problem: Problem, method: str | None = None, *, budget: int | None = 
                                      evaluations=result.evaluations + 1,
                                      wall_time=result.wall_time, history=result.history,
                                      interrupted=result.interrupted,
-                                     info={**result.info, "first_solution": "dfs"})
+                                     info={**result.info, "first_solution": "dfs",
+                                           "found_by": "dfs"})
     return result
 
 

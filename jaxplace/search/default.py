@@ -87,18 +87,19 @@ def default_budget(problem) -> int:
 
 
 def default_search(req: SearchRequest):
+    """The default method: the planner (`jaxplace.search.planner.plan`), which runs
+    an exact method first where one fits, else the objective's own default search
+    (for throughput on identical accelerators, `throughput_search`)."""
+    from jaxplace.search.planner import plan
+
+    return plan(req)
+
+
+def throughput_search(req: SearchRequest):
     """See the module doc. Options (`req.options`): `brkga_share`, `local_batch`,
     `moves`, `focus`, `patience`, `brkga_patience`, `seed_brkga` (heuristic orders in
     BRKGA's first population, else only local-search starts), `restarts` (local
     searches after a stagnation stop, from the next best distinct start)."""
-    if req.hetero:
-        from jaxplace.hetero.search import hetero_default
-
-        return hetero_default(req)
-    if req.latency:
-        from jaxplace.latency.search import latency_default
-
-        return latency_default(req)
     problem, opt = req.problem, dict(req.options)
     budget = req.budget
     local_batch = opt.get("local_batch", LOCAL_BATCH)

@@ -10,7 +10,6 @@ from dataclasses import replace
 
 import jax
 
-from jaxplace.errors import JaxplaceError
 from jaxplace.search.baselines import dfs_order, order_to_priorities
 from jaxplace.search.driver import LoopOutcome, run_program
 from jaxplace.search.programs import (
@@ -89,10 +88,6 @@ def arrangement_method(weighted: bool):
     label = "mla-weighted" if weighted else "mla"
 
     def run(req: SearchRequest):
-        if req.latency or req.hetero:
-            raise JaxplaceError(f"{label} optimizes the pipeline order for identical "
-                                "devices; it does not apply to the latency objective or "
-                                "unequal devices", field="method")
         spec = req.spec
         data = SearchData(g=req.graph, la=arrangement_edges(req.problem, weighted))
         out = evolve(req, "BRKGA", fitness=ArrangementFitness(spec), data=data,

@@ -30,10 +30,10 @@ POLISH_MAX_TIME = 10.0
 
 
 def polish_applies(problem: Problem) -> bool:
-    """The default's rule: identical accelerators (CPU blocks allowed: the MIP models
-    them), throughput, 2 <= k <= POLISH_MAX_K, n <= POLISH_MAX_NODES."""
-    return (not problem.hetero and problem.objective == "throughput"
-            and 2 <= problem.k <= POLISH_MAX_K and problem.n <= POLISH_MAX_NODES)
+    """The default's rule: throughput on identical accelerators (CPU blocks allowed:
+    the MIP models them), 2 <= k <= POLISH_MAX_K, n <= POLISH_MAX_NODES. Only called
+    by `throughput_search`, whose objective that is."""
+    return (2 <= problem.k <= POLISH_MAX_K and problem.n <= POLISH_MAX_NODES)
 
 
 def polish_time(elapsed: float, remaining: float | None) -> float:

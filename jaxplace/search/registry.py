@@ -45,12 +45,6 @@ def _policy_method(name: str):
     def run(req: SearchRequest) -> Result:
         from jaxplace.search.policy import policy_search
 
-        if req.latency:
-            raise JaxplaceError(f"{name} was trained for pipeline stages; it does not "
-                                "apply to the latency objective", field="method")
-        if req.hetero:
-            raise JaxplaceError(f"{name} was trained for identical devices; it does not "
-                                "apply to a cluster of unequal devices", field="method")
         return policy_search(req, coupled=(name == "policy+brkga"))
 
     run.__name__ = f"run_{name.replace('+', '_')}"
@@ -59,10 +53,6 @@ def _policy_method(name: str):
 
 def _relax_method(name: str):
     def run(req: SearchRequest) -> Result:
-        if req.latency or req.hetero:
-            raise JaxplaceError(f"{name} relaxes stages on identical devices; it does "
-                                "not apply to the latency objective or unequal devices",
-                                field="method")
         from jaxplace.relax.search import relax_brkga_search, relax_search
 
         return (relax_brkga_search if name == "relax+brkga" else relax_search)(req)
@@ -86,7 +76,8 @@ def _multilevel_search(req: SearchRequest) -> Result:
 def _build() -> dict[str, Method]:
     methods = {
         "default": Method("default", default_search, default_budget,
-                          "BRKGA then a batched local search on the order"),
+                          "the planner: an exact method where one fits, else BRKGA "
+                          "then a batched local search on the order"),
         "random": Method("random", random_search, description="best of uniform vectors"),
         "brkga": Method("brkga", evosax_method("BRKGA", "brkga"),
                         description="biased random-key GA (Goncalves and Resende)"),

@@ -1,0 +1,123 @@
+"""Throughput on a cluster of unequal devices as an `Objective`: pipeline stages on
+distinct devices whose order is searched with the node order (search rows carry d
+device keys after the n priorities)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from jaxplace.objectives.base import Objective
+
+_SEARCH = ("default", "random", "brkga", "dfs")
+
+
+class UnequalDevices(Objective):
+    name = "throughput-unequal"
+    problem_objective = "throughput"
+    label = "throughput on unequal devices"
+    bound_methods = ("simple",)
+    default_bounds = ("simple",)
+
+    def matches(self, problem) -> bool:
+        c = problem.cluster
+        return problem.objective == "throughput" and c is not None and not c.is_uniform
+
+    @property
+    def search_methods(self) -> frozenset[str]:  # type: ignore[override]
+        from jaxplace.search.programs import algorithms
+
+        return frozenset(_SEARCH) | {a for a in algorithms() if a != "BRKGA"}
+
+    def validate(self, problem) -> None:
+        from jaxplace.hetero.model import check_problem
+
+        check_problem(problem)
+
+    # -- costs ---------------------------------------------------------------------
+    def evaluate_partition(self, problem, assignment, *, contiguous: bool = True,
+                           devices=None):
+        from jaxplace.errors import JaxplaceError
+        from jaxplace.hetero.reference import evaluate_stages
+
+        if not contiguous:
+            raise JaxplaceError(f"non-contiguous splits are not available for "
+                                f"{self.label}", field="contiguous")
+        if devices is None:
+            devices = getattr(assignment, "devices", None)
+        if devices is None:
+            devices = np.arange(problem.cluster.num_devices)
+        return evaluate_stages(problem.pipeline_instance, assignment, devices)
+
+    def evaluate(self, problem, X, *, precision: str = "float32", **settings):
+        import jax.numpy as jnp
+
+        from jaxplace.hetero.decoder import evaluate
+
+        return evaluate(problem.pipeline_instance, problem.k, X,
+                        dtype=jnp.float64 if precision == "float64" else jnp.float32)
+
+    def decode(self, problem, x, **settings):
+        from jaxplace.hetero.reference import decode
+
+        X = np.asarray(x)
+        parts = [decode(problem.pipeline_instance, r, problem.k) for r in np.atleast_2d(X)]
+        return parts[0] if X.ndim == 1 else parts
+
+    def lower_bound(self, problem) -> float:
+        from jaxplace.hetero.bound import lower_bound
+
+        return float(lower_bound(problem.pipeline_instance, problem.k))
+
+    # -- proofs --------------------------------------------------------------------
+    def start_partition(self, problem):
+        from jaxplace.hetero.reference import decode
+        from jaxplace.search.baselines import dfs_order, order_to_priorities
+
+        x = order_to_priorities(dfs_order(problem.graph))
+        return decode(problem.pipeline_instance, x, problem.k)
+
+    def certify(self, problem, partition=None, methods=None, **settings):
+        from jaxplace.objectives.ladder import certify_with
+
+        return certify_with(self, problem, partition, methods,
+                            {"simple": self._simple_bound}, **settings)
+
+    def _simple_bound(self, problem, ctx, partition):
+        from jaxplace.bounds.base import MethodResult
+
+        return MethodResult("simple", self.lower_bound(problem), "closed form", 0.0,
+                            kind="closed-form")
+
+    # -- search --------------------------------------------------------------------
+    def row_width(self, problem):
+        return None  # device keys come along with the node priorities
+
+    def device(self, req):
+        from jaxplace.hetero.decoder import hetero_graph
+
+        return hetero_graph(req.problem.pipeline_instance, req.problem.k)
+
+    def fitness(self, req):
+        from jaxplace.search.programs import HeteroFitness
+
+        return HeteroFitness(req.spec)
+
+    def first_solution(self, req):
+        from jaxplace.hetero.search import hetero_first
+
+        return hetero_first(req)
+
+    def finish(self, req, method, x, evaluations, history, interrupted, info=None):
+        from jaxplace.hetero.search import hetero_result
+
+        return hetero_result(req, method, x, evaluations, history, interrupted, info)
+
+    def default_search(self, req):
+        from jaxplace.hetero.search import hetero_default
+
+        return hetero_default(req)
+
+
+UNEQUAL_DEVICES = UnequalDevices()
+
+__all__ = ["UNEQUAL_DEVICES", "UnequalDevices"]

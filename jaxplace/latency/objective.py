@@ -1,0 +1,181 @@
+"""The latency objective as an `Objective`: the makespan of one inference on a
+cluster (MOIRAI's model, `jaxplace.latency.instance`).
+
+A partition is the device of every op; its cost is the makespan of the earliest-start
+schedule of the ops in a topological order (the partition's own order when it is a
+`Partition`, else the graph's) on those devices. Bounds: the closed-form bound
+(critical path, load), MOIRAI's LP relaxation and its MILP (HiGHS).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from jaxplace.objectives.base import Objective
+
+_SEARCH = ("default", "random", "brkga", "dfs")
+
+
+@dataclass(frozen=True)
+class ScheduleCost:
+    """The reference cost of a device assignment: its schedule and makespan."""
+
+    assignment: np.ndarray  # (n,) int64 device of every op
+    schedule: object  # jaxplace.latency.instance.Schedule
+
+    @property
+    def makespan(self) -> float:
+        return float(self.schedule.makespan)
+
+    @property
+    def cost(self) -> float:
+        return self.makespan
+
+    @property
+    def bottleneck(self) -> float:  # the one number every objective reports
+        return self.makespan
+
+    @property
+    def feasible(self) -> bool:
+        return bool(np.isfinite(self.makespan))
+
+
+class Latency(Objective):
+    name = "latency"
+    problem_objective = "latency"
+    label = "latency (makespan of one inference)"
+    bound_methods = ("simple", "milp-lp", "milp")
+    default_bounds = ("simple", "milp")
+
+    @property
+    def search_methods(self) -> frozenset[str]:  # type: ignore[override]
+        from jaxplace.search.programs import algorithms
+
+        return frozenset(_SEARCH) | {a for a in algorithms() if a != "BRKGA"}
+
+    def validate(self, problem) -> None:
+        from jaxplace.errors import JaxplaceError
+
+        c = problem.cluster
+        if c is None:
+            raise JaxplaceError("the latency objective needs a cluster", field="cluster")
+        if problem.k != c.num_devices:
+            raise JaxplaceError(f"must equal the cluster's {c.num_devices} devices for the "
+                                f"latency objective, got {problem.k}", field="k")
+        if problem.cpus:
+            raise JaxplaceError("CPU blocks do not apply to the latency objective",
+                                field="cpus")
+        problem.latency  # noqa: B018 (builds the instance now: a graph too big fails here)
+
+    # -- costs ---------------------------------------------------------------------
+    def evaluate_partition(self, problem, assignment, *, contiguous: bool = True,
+                           devices=None):
+        from jaxplace.errors import JaxplaceError
+        from jaxplace.latency.reference import schedule_order
+
+        inst = problem.latency
+        order = getattr(assignment, "order", None)
+        a = np.asarray(getattr(assignment, "assignment", assignment))
+        if a.shape != (problem.n,) or a.dtype.kind not in "iu":
+            raise JaxplaceError(f"must be ({problem.n},) integer device indices",
+                                field="assignment")
+        if problem.n and (a.min() < 0 or a.max() >= inst.num_devices):
+            raise JaxplaceError(f"device indices must be in 0..{inst.num_devices - 1}",
+                                field="assignment")
+        if order is None or len(order) != problem.n:
+            order = problem.graph.topo_order
+        a = a.astype(np.int64)
+        return ScheduleCost(a, schedule_order(inst, order, device=a))
+
+    def evaluate(self, problem, X, **settings) -> np.ndarray:
+        from jaxplace.latency.reference import makespans
+
+        return makespans(problem.latency, X)
+
+    def decode(self, problem, x, **settings):
+        from jaxplace.latency.reference import list_schedule
+        from jaxplace.latency.search import schedule_partition
+
+        X = np.asarray(x)
+        parts = [schedule_partition(problem.graph, r, list_schedule(problem.latency, r))
+                 for r in np.atleast_2d(X)]
+        return parts[0] if X.ndim == 1 else parts
+
+    def lower_bound(self, problem) -> float:
+        from jaxplace.latency.reference import lower_bound
+
+        return float(lower_bound(problem.latency))
+
+    # -- proofs --------------------------------------------------------------------
+    def start_partition(self, problem):
+        from jaxplace.latency.search import latency_seeds
+
+        return self.decode(problem, latency_seeds(problem)[0])
+
+    def certify(self, problem, partition=None, methods=None, **settings):
+        from jaxplace.objectives.ladder import certify_with
+
+        return certify_with(self, problem, partition, methods,
+                            {"simple": self._simple, "milp-lp": self._milp_lp,
+                             "milp": self._milp}, **settings)
+
+    def _simple(self, problem, ctx, partition):
+        from jaxplace.bounds.base import MethodResult
+        from jaxplace.latency.milp import latency_lower_bound
+
+        b = max(self.lower_bound(problem), latency_lower_bound(problem.latency))
+        return MethodResult("simple", b, "closed form", 0.0, kind="closed-form")
+
+    def _milp_lp(self, problem, ctx, partition):
+        from jaxplace.bounds.base import MethodResult
+        from jaxplace.latency.milp import moirai_lp_bound
+
+        b = moirai_lp_bound(problem.latency, ctx.time_limit, ctx.threads)
+        return MethodResult("milp-lp", b, "Optimal", 0.0, kind="lp")
+
+    def _milp(self, problem, ctx, partition):
+        from jaxplace.bounds.base import MethodResult
+        from jaxplace.latency.milp import solve_moirai
+
+        warm = self.evaluate_partition(problem, partition).schedule
+        if not np.isfinite(warm.makespan):
+            warm = None
+        res = solve_moirai(problem.latency, ctx.time_limit, warm, ctx.threads,
+                           mip_rel_gap=ctx.mip_rel_gap)
+        return MethodResult("milp", res.bound, res.status, res.time, gap=res.gap,
+                            kind="mip")
+
+    # -- search --------------------------------------------------------------------
+    def device(self, req):
+        from jaxplace.latency.decoder import latency_graph
+
+        return latency_graph(req.problem.latency)
+
+    def fitness(self, req):
+        from jaxplace.search.programs import LatencyFitness
+
+        return LatencyFitness(req.spec)
+
+    def first_solution(self, req):
+        from jaxplace.latency.search import latency_seeds
+        from jaxplace.search.result import History
+
+        return self.finish(req, "eft", latency_seeds(req.problem)[0], 1, History.empty(),
+                           False)
+
+    def finish(self, req, method, x, evaluations, history, interrupted, info=None):
+        from jaxplace.latency.search import latency_result
+
+        return latency_result(req, method, x, evaluations, history, interrupted, info)
+
+    def default_search(self, req):
+        from jaxplace.latency.search import latency_default
+
+        return latency_default(req)
+
+
+LATENCY = Latency()
+
+__all__ = ["LATENCY", "Latency", "ScheduleCost"]

@@ -1,0 +1,169 @@
+"""Throughput on identical accelerators: the pipeline bottleneck of Archer et al. and
+Tarnawski et al. (CPU blocks, memory overflow, hard capacity and colocation included).
+
+The fast special case of jaxplace: the batched Kahn + SliceGraph decoder scores
+candidates, the float64 reference (`jaxplace.reference`) decodes results, the DP over
+ideals is the exact method on graphs with few ideals, and the whole certificate ladder
+(`jaxplace.bounds.registry.BOUNDS`) applies.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+
+from jaxplace.objectives.base import ExactAnswer, Objective
+
+#: Graphs with at most this many ideals get the DP over ideals first (it proves the
+#: optimum in well under a second at a few thousand ideals, seconds at tens of
+#: thousands); the same limit picks the DP as the certificate (`choose_methods`).
+EXACT_MAX_IDEALS = 60_000
+
+
+class Throughput(Objective):
+    name = "throughput"
+    problem_objective = "throughput"
+    label = "throughput on identical accelerators"
+
+    def matches(self, problem) -> bool:
+        c = problem.cluster
+        return problem.objective == "throughput" and (c is None or c.is_uniform)
+
+    @property
+    def bound_methods(self) -> tuple[str, ...]:  # type: ignore[override]
+        from jaxplace.bounds.registry import METHODS
+
+        return tuple(METHODS)
+
+    @property
+    def default_bounds(self) -> tuple[str, ...]:  # type: ignore[override]
+        from jaxplace.bounds.registry import DEFAULT_METHODS
+
+        return tuple(DEFAULT_METHODS)
+
+    # -- costs ---------------------------------------------------------------------
+    def evaluate_partition(self, problem, assignment, *, contiguous: bool = True,
+                           devices=None):
+        from jaxplace.cost import partition_costs
+
+        return partition_costs(problem, assignment, contiguous=contiguous)
+
+    def evaluate(self, problem, X, **settings) -> np.ndarray:
+        from jaxplace.decoder.evaluate import evaluate
+
+        return evaluate(problem, X, **settings)
+
+    def decode(self, problem, x, **settings):
+        from jaxplace.decoder.evaluate import decode
+
+        return decode(problem, x, **settings)
+
+    def lower_bound(self, problem) -> float:
+        from jaxplace.cost import simple_lower_bound
+
+        return simple_lower_bound(problem)
+
+    # -- proofs --------------------------------------------------------------------
+    def certify(self, problem, partition=None, methods=None, **settings):
+        from jaxplace.bounds.certificate import certify_ladder
+
+        methods = self.default_bounds if methods is None else methods
+        return certify_ladder(problem, partition, methods, **settings)
+
+    def exact_fits(self, problem) -> str | None:
+        from jaxplace.exact.dp import count_problem_ideals
+
+        count = count_problem_ideals(problem, EXACT_MAX_IDEALS)
+        return None if count is None else f"{count:,} ideals: the DP over ideals"
+
+    def exact(self, problem, *, time_limit: float, upper_bound: float | None = None,
+              partition=None) -> ExactAnswer | None:
+        from jaxplace.errors import JaxplaceError
+        from jaxplace.exact.dp import solve_ideals
+
+        t0 = time.perf_counter()
+        try:
+            res = solve_ideals(problem, upper_bound, partition=partition, search=False,
+                               max_ideals=EXACT_MAX_IDEALS, time_limit=time_limit)
+        except JaxplaceError as exc:
+            if exc.field != "max_ideals":
+                raise
+            return None
+        detail = f"{res.num_ideals:,} ideals"
+        dt = time.perf_counter() - t0
+        if res.status == "optimal":
+            return ExactAnswer("ideals", res.cost, res.assignment, res.cost, True, dt,
+                               detail)
+        if res.status == "infeasible":
+            return ExactAnswer("ideals", math.inf, None, math.inf, True, dt, detail)
+        if res.status == "above upper bound":  # the known partition is optimal
+            return ExactAnswer("ideals", math.inf, None, res.upper_bound, True, dt, detail)
+        lb = res.lower_bound if res.status == "gap" else 0.0
+        return ExactAnswer("ideals", res.cost, res.assignment, lb, False, dt, detail)
+
+    # -- search --------------------------------------------------------------------
+    def device(self, req):
+        from jaxplace.decoder.layout import device_graph, graph_structure, search_spec
+        from jaxplace.search.request import SPEC_STEPS
+
+        st = graph_structure(req.problem.graph)
+        spec = search_spec(req.problem, st, SPEC_STEPS) if SPEC_STEPS else None
+        return device_graph(req.problem, spec, structure=st)
+
+    def fitness(self, req):
+        from jaxplace.search.programs import DecodeFitness
+
+        return DecodeFitness(req.spec, req.window)
+
+    def window(self, req) -> int | None:
+        # Blocks of more units than any block of a partition costing at most 1.05x the
+        # first solution can hold are never scored exactly: candidates needing them
+        # are worse than the first solution and get an achievable over-estimate. The
+        # window is the padded class's own, so graphs of one class share programs.
+        first = req.first_solution
+        if not req.windowed or first is None or not np.isfinite(first.cost):
+            return None
+        from jaxplace.decoder.window import block_bounds, search_window
+
+        return search_window(block_bounds(req.problem), req.spec, first.cost)
+
+    def first_solution(self, req):
+        from jaxplace.search.baselines import dfs_order, order_to_priorities
+        from jaxplace.search.request import FIRST_SOLUTION_MAX_NODES, balanced_cut
+        from jaxplace.search.result import History, Result
+
+        order = dfs_order(req.problem.graph)
+        x = order_to_priorities(order)
+        if req.problem.n <= FIRST_SOLUTION_MAX_NODES:
+            return self.finish(req, "dfs", x, 1, History.empty(), False)
+        part = balanced_cut(req.problem, order)
+        if part is None:
+            return None
+        return Result(cost=float(part.cost), partition=part, priorities=x, evaluations=1,
+                      wall_time=time.perf_counter() - req.start, history=History.empty(),
+                      method="dfs-balanced", lower_bound=req.lower_bound)
+
+    def finish(self, req, method: str, x, evaluations: int, history, interrupted: bool,
+               info: dict | None = None):
+        from jaxplace.reference import decode_reference
+        from jaxplace.search.result import Result
+
+        x = np.asarray(x, np.float32)[:req.problem.n]
+        part = decode_reference(req.problem, x)
+        return Result(cost=float(part.cost), partition=part, priorities=x,
+                      evaluations=int(evaluations),
+                      wall_time=time.perf_counter() - req.start, history=history,
+                      method=method, lower_bound=req.lower_bound,
+                      interrupted=interrupted, info=info or {})
+
+    def default_search(self, req):
+        from jaxplace.search.default import throughput_search
+
+        return throughput_search(req)
+
+
+THROUGHPUT = Throughput()
+
+__all__ = ["EXACT_MAX_IDEALS", "THROUGHPUT", "Throughput"]
