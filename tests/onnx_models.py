@@ -150,3 +150,18 @@ def cnn(opset: int = 17, blocks: int = 2, *, width: int = 8, batch="N",
                            for t in graph.initializer)
     b.built.model = model
     return b.built
+
+
+def single(pattern: str, opset: int = 17, *, cin: int = 4, cout: int = 6) -> Built:
+    """X[N, cin, 8, 8] -> Conv(weight made by `pattern`, bias by "cast") -> Relu."""
+    b = _B(opset, seed=1)
+    b.conv("X", cin, cout, pattern, "cast" if pattern != "cast" else "init")
+    out = b.nodes[-1].output[0]
+    graph = helper.make_graph(
+        b.nodes, f"single_{pattern}",
+        [helper.make_tensor_value_info("X", TensorProto.FLOAT, ["N", cin, 8, 8])],
+        [helper.make_tensor_value_info(out, TensorProto.FLOAT, ["N", cout, 8, 8])], b.inits)
+    ops = [helper.make_opsetid("", opset)]
+    b.built.model = helper.make_model(graph, opset_imports=ops)
+    b.built.model.ir_version = max(helper.find_min_ir_version_for(ops), 4)
+    return b.built

@@ -25,7 +25,8 @@ _FALLBACK = {
     "fp64": ("fp64", "fp32"),
     "fp32": ("fp32",),
     "tf32": ("tf32", "fp32"),
-    "bf16": ("bf16", "fp16", "fp32"),
+    # a device without bf16 (Volta, Turing, Pascal) emulates it at the fp32 rate
+    "bf16": ("bf16", "fp32"),
     "fp16": ("fp16", "bf16", "fp32"),
     "fp8": ("fp8", "fp16", "bf16", "fp32"),
     "int8": ("int8", "int32", "fp32"),

@@ -119,7 +119,9 @@ def weight_bytes(plan: Plan) -> list[float]:
                 continue
             w = la.weight_shape
             if w is not None:
-                held[dev] += (box[0][1] - box[0][0]) * w[1] * w[2] * w[3] * plan.itemsize
+                oc = box[0][1] - box[0][0]
+                held[dev] += oc * w[1] * w[2] * w[3] * plan.itemsize + \
+                    la.param_bytes * oc / w[0]
             else:
                 held[dev] += la.param_bytes
     return held

@@ -1,10 +1,13 @@
 """Latency of a spatial plan on a cluster.
 
 Compute: each device's part of a layer costs its roofline time on the device's
-profile (`jaxplace.importers.roofline.op_time`: max(FLOPs / peak, bytes / memory
-bandwidth) + launch overhead), counting the FLOPs of its output box, the bytes of
-the input boxes it reads and of its output, and the weights it holds (a channel
-split holds 1/N of a convolution's weights; a row or column split all of them).
+profile by the rule `jaxplace.importers.from_onnx` costs the whole op with
+(`jaxplace.importers.roofline.op_time`: max(FLOPs / peak, bytes / memory bandwidth)
++ launch overhead; convolutions and Gemm/MatMul on the matrix units at the fp32
+rate, everything else on the vector units), counting the FLOPs of its output box,
+the bytes of the input boxes it reads and of its output, and the weights it holds
+(a channel split holds 1/N of a convolution's weights and bias; a row or column
+split all of them). On a whole layer the two agree.
 Transfers: latency + bytes / bandwidth over the cluster's directed link.
 
 `simulate` runs the plan event by event: a device computes its layers in order;
@@ -36,7 +39,7 @@ def part_time(layer: Layer, out: Box, profile, itemsize: int = 4) -> float:
     if not layer.splittable:
         moved = (sum(float(np.prod(s)) for s in layer.in_shapes)
                  + float(np.prod(layer.out_shape))) * itemsize + layer.param_bytes
-        return op_time(layer_flops(layer), moved, profile, DTYPE, matrix=False)
+        return op_time(layer_flops(layer), moved, profile, DTYPE, matrix=layer.matrix)
     moved = box_volume(out) * n
     for k in range(len(layer.inputs)):
         box, _ = required_box(layer, k, out)
@@ -45,7 +48,7 @@ def part_time(layer: Layer, out: Box, profile, itemsize: int = 4) -> float:
     w = layer.weight_shape
     if w is not None:
         oc = out[0][1] - out[0][0]
-        moved += oc * w[1] * w[2] * w[3] * itemsize
+        moved += oc * w[1] * w[2] * w[3] * itemsize + layer.param_bytes * oc / w[0]
     return op_time(layer_flops(layer, out), moved, profile, DTYPE,
                    matrix=layer.op == "conv")
 

@@ -52,7 +52,10 @@ class Layer:
         detail: the source op name (ONNX op type or JAX primitive), for reports.
         flops_hint: FLOPs of an "other" layer when the source knew them.
         param_bytes: parameter bytes of an "other" layer (a fully-connected
-            layer's weights); a convolution's come from `weight_shape`.
+            layer's weights); a convolution's weight comes from `weight_shape`, and
+            its `param_bytes` are the rest (the bias).
+        matrix: an "other" layer that runs on the matrix units (Gemm, MatMul);
+            convolutions always do.
     """
 
     name: str
@@ -68,6 +71,7 @@ class Layer:
     detail: str = ""
     flops_hint: float = field(default=0.0, compare=False)
     param_bytes: float = field(default=0.0, compare=False)
+    matrix: bool = field(default=False, compare=False)
 
     @property
     def in_shape(self) -> tuple[int, ...]:

@@ -17,7 +17,7 @@ arithmetic cannot split is kept as an "other" layer (run whole on one device).
 from __future__ import annotations
 
 import math
-import os
+from dataclasses import replace
 
 from jaxplace.errors import JaxplaceError
 from jaxplace.importers import roofline as rl
@@ -69,41 +69,26 @@ def _same_pads(n_in, k, s, d, upper: bool) -> tuple[int, int]:
 
 def layers_from_onnx(model, dim_values: dict[str, int] | None = None,
                      default_dim: int = 1) -> list[Layer]:
-    """The layer graph of an ONNX model (a path or a ModelProto) with one NCHW input."""
-    from jaxplace.importers.onnx_fold import require_onnx as _require_onnx
-    from jaxplace.importers.onnx_import import _attr
+    """The layer graph of an ONNX model (a path or a ModelProto) with one NCHW input.
+    Constant subgraphs are folded as `jaxplace.importers.from_onnx` folds them."""
+    from jaxplace.importers.onnx_fold import fold, load_model
 
-    onnx = _require_onnx()
-    source = None
-    if isinstance(model, str | os.PathLike):
-        source = str(model)
-        if not os.path.exists(source):
-            raise JaxplaceError("no such file", source=source)
-        try:
-            model = onnx.load(source, load_external_data=False)
-        except Exception as exc:
-            raise JaxplaceError(f"not a readable ONNX model: {exc}", source=source) from exc
+    proto, source = load_model(model)
     try:
-        model = onnx.shape_inference.infer_shapes(model)
-    except Exception as exc:
-        raise JaxplaceError(f"ONNX shape inference failed: {exc}", source=source) from exc
-    try:
-        return _onnx_layers(model.graph, _attr, dict(dim_values or {}), default_dim)
+        folded = fold(proto, dim_values, default_dim, source)
+        return _onnx_layers(folded)
     except JaxplaceError as exc:
         raise (exc.with_source(source) if source else exc) from None
 
 
-def _onnx_layers(g, attr, dim_values, default_dim) -> list[Layer]:
-    shapes: dict[str, tuple[int, ...]] = {}
-    for vi in [*g.input, *g.output, *g.value_info]:
-        tt = vi.type.tensor_type
-        if vi.type.HasField("tensor_type") and tt.HasField("shape"):
-            shapes[vi.name] = tuple(
-                int(d.dim_value) if d.HasField("dim_value") and d.dim_value > 0
-                else int(dim_values.get(d.dim_param, default_dim)) for d in tt.shape.dim)
-    params = {init.name for init in g.initializer}
-    for init in g.initializer:
-        shapes[init.name] = tuple(int(d) for d in init.dims)
+def _onnx_layers(folded) -> list[Layer]:
+    from jaxplace.importers.onnx_fold import itemsize, require_onnx
+    from jaxplace.importers.onnx_import import _attr as attr
+
+    onnx = require_onnx()
+    g = folded.model.graph
+    shapes = {t: tuple(s) for t, (s, _) in folded.info.items() if s is not None}
+    params = folded.const
     acts = [i.name for i in g.input if i.name not in params]
     if len(acts) != 1:
         raise JaxplaceError(f"expected one activation input, got {len(acts)} "
@@ -111,13 +96,19 @@ def _onnx_layers(g, attr, dim_values, default_dim) -> list[Layer]:
     if len(shapes.get(acts[0], ())) != 4:
         raise JaxplaceError(f"input {acts[0]!r} must be NCHW (rank 4), got shape "
                             f"{shapes.get(acts[0])}", field="graph.input")
+
+    def nbytes(t):
+        shape, et = folded.info.get(t, (None, 1))
+        return 0.0 if shape is None else float(math.prod(shape) * itemsize(onnx, et))
+
     producer = {acts[0]: "input"}  # activation tensor -> layer name
     names = _Names()
     layers: list[Layer] = []
-    for i, node in enumerate(g.node):
+    for i in folded.compute:
+        node = g.node[i]
         ins = [s for s in node.input if s and s in producer]
         outs = [o for o in node.output if o]
-        if not ins or not outs:  # parameters, constants
+        if not ins or not outs:
             continue
         if node.op_type in _ALIAS_ONNX:
             producer[outs[0]] = producer[ins[0]]
@@ -128,14 +119,43 @@ def _onnx_layers(g, attr, dim_values, default_dim) -> list[Layer]:
         field = f"graph.node[{i}] ({node.op_type})"
         if not out_shape:
             raise JaxplaceError("no inferred output shape", field=field)
+        consts = [s for s in dict.fromkeys(node.input) if s and s in params]
         layer = _onnx_layer(node, attr, name, [producer[s] for s in ins], in_shapes,
                             out_shape, shapes, field)
+        if layer.op == "conv":  # the weight is in weight_shape; the bias is extra
+            extra = sum(nbytes(s) for s in consts[1:])
+            layer = replace(layer, param_bytes=extra)
+        elif layer.op == "other":
+            layer = _costed_other(onnx, node, layer, folded.info, nbytes, consts)
         layers.append(layer)
         for o in outs:
             producer[o] = name
     if not layers:
         raise JaxplaceError("no operator reads the input", field="graph.node")
     return layers
+
+
+def _costed_other(onnx, node, layer, info, nbytes, consts) -> Layer:
+    """An unsplittable layer with the importer's FLOPs, matrix-unit flag and weights."""
+    from jaxplace.importers.onnx_import import _flops
+
+    ins = [s for s in node.input if s]
+    outs = [o for o in node.output if o]
+
+    def shape(t):
+        return list(info.get(t, ([], 1))[0] or [])
+
+    in_elems = sum(rl.numel(shape(s)) for s in ins)
+    out_elems = sum(rl.numel(shape(s)) for s in outs)
+    try:
+        flops, matrix, _ = _flops(onnx, node, node.op_type, rl.classify(node.op_type), ins,
+                                  outs, info, shape, 1, in_elems, out_elems, set())
+    except (IndexError, ValueError, ZeroDivisionError):
+        flops, matrix = float(out_elems), False
+    if rl.classify(node.op_type) == "view":
+        flops = 0.0
+    return replace(layer, flops_hint=float(flops), matrix=bool(matrix),
+                   param_bytes=float(sum(nbytes(s) for s in consts)))
 
 
 def _onnx_window(node, attr, in_shape, out_shape, field):

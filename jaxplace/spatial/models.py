@@ -98,7 +98,8 @@ class NetBuilder:
               param_bytes: float = 0.0, name: str | None = None) -> str:
         return self._add(Layer(self._name(name, detail), "other", (x,), (self.shapes[x],),
                                tuple(out_shape), detail=detail, flops_hint=flops,
-                               param_bytes=param_bytes))
+                               param_bytes=param_bytes, matrix=param_bytes > 0
+                               and detail.startswith("fc")))
 
     def head(self, x: str, classes: int = 1000) -> str:
         """Global average pool and a fully-connected classifier (kept whole)."""
