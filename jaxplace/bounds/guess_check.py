@@ -1,7 +1,7 @@
 """Guess and check on the bottleneck T: bisection with feasibility MIPs (`check`).
 
 Between the best bound known (the simple bound at least) and the best partition's
-cost, guess T and ask HiGHS whether a partition of cost <= T exists, with the station
+cost, guess T (climbing from the bound, see `GuessCheckConfig`) and ask HiGHS whether a partition of cost <= T exists, with the station
 windows of T fixed (`station`). A check proven infeasible raises the lower bound to T;
 a feasible one returns a partition of cost <= T (the new upper bound, re-evaluated
 with `evaluate_partition`); a check stopped by its time limit proves nothing, and the
@@ -26,14 +26,22 @@ from jaxplace.problem import Problem
 class GuessCheckConfig:
     """How the bisection spends its budget.
 
+    The guesses climb from the lower bound (refuting a guess gets harder near OPT, and
+    only refuted guesses count): the next guess is `step` (relative to the bound)
+    above the bound, never past the middle of the interval still open; the step
+    doubles after a refutation and shrinks to a quarter of the gap after a check that
+    ran out of time.
+
     Attributes:
         rtol: stop when the interval left is this small relative to the upper end.
+        step: the first step, relative to the lower bound.
         share: each check gets this fraction of the time left (at least `min_check` s).
         min_check: seconds; below this much time left no check starts.
     """
 
     rtol: float = 1e-4
-    share: float = 1 / 3
+    step: float = 0.01
+    share: float = 0.5
     min_check: float = 0.5
 
 
@@ -61,23 +69,26 @@ def guess_and_check(problem: Problem, context: BoundContext,
     top = ub  # the upper end of the search: the best cost, or an unanswered guess
     best, best_cost = None, math.inf
     checks = []
+    step = config.step * lo
     while top - lo > config.rtol * top:
         left = deadline - time.perf_counter()
         if left < config.min_check:
             break
-        T = 0.5 * (lo + top)
+        T = min(lo + step, 0.5 * (lo + top))
         r = check_guess(problem, data, T, time_limit=max(config.min_check,
                                                          left * config.share),
                         threads=context.threads, relax=relax)
         checks.append(r)
         if r.answer == INFEASIBLE:
             lo = T
+            step *= 2
         elif r.answer == FEASIBLE and (c := _cost(problem, r.assignment)) <= T * (1 + 1e-6):
             if c < ub:
                 best, best_cost, ub = r.assignment, c, c
             top = min(T, ub)
         else:  # unknown (or a rejected solution): search below this guess
             top = T
+            step = 0.25 * (T - lo)
     return lo, best, best_cost, checks
 
 
