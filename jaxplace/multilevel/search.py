@@ -16,6 +16,7 @@ Every level's partition costs exactly what its projection costs on the original 
 from __future__ import annotations
 
 import math
+import threading
 import time
 
 import numpy as np
@@ -180,9 +181,32 @@ def _coarse_search(req, top: Level, a: np.ndarray, method: str, seconds: float,
     qp = top.problem
     seed_x = order_to_priorities(consistent_order(qp, a, top.order))
     t0 = time.perf_counter()
-    res = search(qp, method, seed=req.seed, stop=StopRule(seconds, None, None,
-                                                          req.stop.cancel),
-                 seeds=seed_x[None], progress=False)
+    cancel, box = threading.Event(), {}
+
+    def work():
+        try:
+            box["res"] = search(qp, method, seed=req.seed,
+                                stop=StopRule(seconds, None, None, cancel),
+                                seeds=seed_x[None], progress=False)
+        except Exception as e:  # noqa: BLE001 (the cycle goes on without it)
+            box["error"] = f"{type(e).__name__}: {e}"
+
+    # compiling the coarse programs cannot be interrupted: past its share the search
+    # is abandoned (cancelled, it stops after its chunk in flight) and the cycle goes on
+    thread = threading.Thread(target=work, daemon=True)
+    thread.start()
+    give_up = t0 + seconds * 1.1 + 1.0
+    while thread.is_alive() and time.perf_counter() < give_up:
+        thread.join(timeout=0.2)
+        if req.stop.cancelled():
+            cancel.set()
+    if "res" not in box:
+        cancel.set()
+        info["coarse"] = {"method": method, "size": qp.n, "evaluations": 0,
+                          "seconds": time.perf_counter() - t0,
+                          "abandoned": "error" not in box, "error": box.get("error")}
+        return a
+    res = box["res"]
     track.evaluations += res.evaluations
     info["coarse"] = {"method": method, "size": qp.n, "evaluations": res.evaluations,
                       "seconds": time.perf_counter() - t0, "cost": res.cost}

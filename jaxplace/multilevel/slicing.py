@@ -47,6 +47,9 @@ def column_events(problem: Problem, upos: np.ndarray):
     t_of, cpos = t_of[keep], node_pos[g.tensor_consumers[keep]]
     pairs = np.unique(t_of * U + cpos)
     t_of, cpos = pairs // U, pairs % U  # sorted by tensor, then position
+    if len(t_of) == 0:
+        z = np.zeros(0, np.int64)
+        return np.zeros(U + 1, np.int64), z, z, np.zeros(0)
     s = size[t_of]
     p = node_pos[g.tensor_producer[t_of]]
     first = np.r_[True, t_of[1:] != t_of[:-1]]
@@ -197,7 +200,7 @@ def _dp(problem, uo, work, param, bad, K, bound):
             else:
                 Q[j, t], start[j, t], prev = v, lw + idx[i], v
     best = Q[K, U]
-    if not math.isfinite(best):
+    if not math.isfinite(best) or (bound is not None and best > bound * (1 + _SLACK)):
         return None
     seg, j, t = [], K, U
     while t > 0:
