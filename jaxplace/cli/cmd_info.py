@@ -20,27 +20,32 @@ def run(args) -> int:
 
     from jaxplace.analysis import critical_path
     from jaxplace.cost import simple_lower_bound
+    from jaxplace.report import units
 
     problem, source = load_input(args, default_k=8)
     g = problem.graph
+    unit = units(problem)
+    w, p = _u(unit["work"]), _u(unit["param"])
+    t = _u(unit["io_in"])
     lines = [
         f"graph       {source} ({g.meta.get('format', 'node-link')})",
         f"nodes       {g.num_nodes}",
         f"edges       {g.num_edges}",
         f"tensors     {g.num_tensors}",
-        f"work        total {g.work.sum():.6g}, max {g.work.max():.6g} "
+        f"work        total {g.work.sum():.6g}{w}, max {g.work.max():.6g}{w} "
         f"(node {g.label(int(g.work.argmax()))})",
-        f"params      total {g.size_param.sum():.6g}, max {g.size_param.max():.6g}",
-        f"tensor size total {g.tensor_size.sum():.6g}",
-        f"critical path work {critical_path(g):.6g}",
+        f"params      total {g.size_param.sum():.6g}{p}, max {g.size_param.max():.6g}{p}"
+        + (f" ({g.size_param.sum() / 1e9:.4g} GB)" if p else ""),
+        f"tensor size total {g.tensor_size.sum():.6g}{t}",
+        f"critical path work {critical_path(g):.6g}{w}",
         f"k           {problem.k}" + ("" if args.k else " (from file or default)"),
         f"bandwidth   {problem.bandwidth:g}",
     ]
     if problem.memory is not None:
-        lines.append(f"memory M    {problem.memory:g}")
+        lines.append(f"memory M    {problem.memory:g}{p}")
     if problem.capacity is not None:
-        lines.append(f"capacity    {problem.capacity:g}")
-    lines.append(f"lower bound {simple_lower_bound(problem):.6g} (simple: max(max work, "
+        lines.append(f"capacity    {problem.capacity:g}{p}")
+    lines.append(f"lower bound {simple_lower_bound(problem):.6g}{w} (simple: max(max work, "
                  f"total work / k))")
     for key in sorted(g.node_attrs):
         a = g.node_attrs[key]
@@ -60,6 +65,13 @@ def run(args) -> int:
         hist = Counter(g.op_types).most_common(10)
         lines.append("op types    " + ", ".join(f"{t} {c}" for t, c in hist))
     top = np.argsort(-g.work, kind="stable")[: args.top]
-    lines.append("heaviest    " + ", ".join(f"{g.label(int(v))} {g.work[v]:.4g}" for v in top))
+    lines.append("heaviest    " + ", ".join(f"{g.label(int(v))} {g.work[v]:.4g}{w}"
+                                           for v in top))
     print("\n".join(lines))
     return 0
+
+
+def _u(unit: str) -> str:
+    """" us" / " bytes"; nothing when the graph states no unit (a plain graph
+    file's numbers are in whatever unit its author used)."""
+    return f" {unit}" if unit else ""
