@@ -140,7 +140,9 @@ def layer_model():
 
 
 @pytest.mark.parametrize("device", device_names())
-def test_import_and_spatial_cost_a_layer_alike(device, layer_model):
+def test_import_spatial_and_latency_cost_a_layer_alike(device, layer_model):
+    from jaxplace.cluster import uniform_cluster
+    from jaxplace.latency.times import op_times
     from jaxplace.spatial.cost import part_time
     from jaxplace.spatial.load import layers_from_onnx
 
@@ -148,10 +150,12 @@ def test_import_and_spatial_cost_a_layer_alike(device, layer_model):
     prof = get_device(device)
     g = from_onnx(m, device=prof)
     layers = {la.name: la for la in layers_from_onnx(m)}
+    latency = op_times(g, uniform_cluster(1, prof))[:, 0] * 1e6
     for name in ("conv", "relu", "gemm"):
         imported = g.work[g.names.index(name)]
         spatial = part_time(layers[name], layers[name].full_box(), prof) * 1e6
         assert spatial == pytest.approx(imported, rel=0.01), (device, name)
+        assert latency[g.names.index(name)] == pytest.approx(imported, rel=1e-9)
     # fp32 convolutions run on the matrix units at the fp32 (TF32 where so stated) rate
     conv = g.names.index("conv")
     flops = g.node_attrs["flops"][conv]
@@ -243,3 +247,74 @@ def test_export_json_any_result_and_refusals(cnn_file, tmp_path, capsys):
     plan = json.loads(capsys.readouterr().out)
     assert [len(st["ops"]) for st in plan["stages"]] == [2, 1]
     assert plan["stages"][1]["inputs"][0]["size"] == 6.0
+
+
+def test_external_data_model_exports_runnable_stages(tmp_path, capsys):
+    from jaxplace.cli.main import main
+    from jaxplace.export.onnx_stages import run_stages
+
+    path = tmp_path / "ext.onnx"
+    onnx.save(cnn(13, blocks=1).model, str(path), save_as_external_data=True,
+              location="ext.bin", size_threshold=0)
+    result = tmp_path / "r.json"
+    assert main(["partition", str(path), "-k", "3", "--method", "dfs", "-q", "-o",
+                 str(result)]) == 0
+    assert main(["export", str(result), "--to", "onnx", "-o", str(tmp_path / "s")]) == 0
+    x = np.ones((1, 3, 16, 16), np.float32)
+    whole = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    want = whole.run(None, {"X": x})[0]
+    got = list(run_stages(str(tmp_path / "s"), {"X": x}).values())[0]
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-7)
+    capsys.readouterr()
+
+
+# -- honest reports -----------------------------------------------------------------------
+
+def test_capacity_binds_on_folded_weights():
+    built = cnn(9, blocks=1)
+    g = from_onnx(built.model)
+    total = g.size_param.sum()
+    prefix = np.cumsum(g.size_param)
+    cut = int(np.argmin(np.maximum(prefix, total - prefix)))  # nodes are in graph order
+    cap = max(prefix[cut], total - prefix[cut])
+    assert cap < 0.9 * total
+    p = jp.Problem(g, 2, capacity=cap)
+    assert np.isinf(jp.evaluate_partition(p, np.zeros(g.num_nodes, int)).bottleneck)
+    a = (np.arange(g.num_nodes) > cut).astype(int)
+    assert np.isfinite(jp.evaluate_partition(p, a).bottleneck)
+
+
+def test_stage_table_units_and_notes():
+    from jaxplace.report import stage_notes, stage_table
+
+    g = from_onnx(cnn(17, blocks=1).model)
+    p = jp.Problem(g, 4)
+    a = np.zeros(g.num_nodes, int)
+    a[-3:] = 1  # Reshape, Gemm, Softmax: a two-stage plan at k = 4
+    cost = jp.evaluate_partition(p, a)
+    head = stage_table(p, cost).splitlines()[0].split()
+    assert {"work[us]", "param[bytes]", "total[us]", "io_in[us]"} <= set(head)
+    notes = stage_notes(p, cost)
+    assert len(notes) == 1 and "k = 4 asked, 2 stages do work" in notes[0]
+    a2 = a.copy()
+    reshape = g.op_types.index("Reshape")
+    a2[reshape], a2[reshape + 1:] = 1, 2  # a stage holding only the (view) Reshape
+    cost2 = jp.evaluate_partition(p, a2)
+    assert "(no work)" in stage_table(p, cost2)
+    notes2 = stage_notes(p, cost2)
+    assert "2 stages do work" in notes2[0] and "stage 1 holds only ops without work" in \
+        notes2[1]
+    plain = jp.Problem(jp.CompGraph([1.0, 2.0], [(0, 1)]), 2)
+    assert stage_notes(plain, jp.evaluate_partition(plain, [0, 1])) == []
+    one = stage_notes(plain, jp.evaluate_partition(plain, [0, 0]))
+    assert "k = 2 asked, 1 stage does work" in one[0]
+
+
+def test_info_prints_units(cnn_file, capsys):
+    from jaxplace.cli.main import main
+
+    assert main(["info", str(cnn_file), "--dim", "N=2"]) == 0
+    out = capsys.readouterr().out
+    line = next(s for s in out.splitlines() if s.startswith("params"))
+    assert "bytes" in line and "GB" in line
+    assert " us" in next(s for s in out.splitlines() if s.startswith("work"))

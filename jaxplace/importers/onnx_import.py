@@ -128,6 +128,7 @@ def _convert(folded: FoldedModel, dev, source) -> CompGraph:
     env: dict[str, tuple] = {}
     unknown: set[str] = set()
     unshaped: set[str] = set()
+    dtype_flops: dict[str, float] = {}
     for i in folded.compute:
         node = g.node[i]
         ins = [s for s in node.input if s]
@@ -142,7 +143,8 @@ def _convert(folded: FoldedModel, dev, source) -> CompGraph:
                 in_tensors.append(env[s][1])
         outs = list(node.output)
         unshaped.update(o for o in outs if o and info.get(o, (None, 0))[0] is None)
-        flops, moved, t = _node_cost(onnx, node, ins, info, nbytes, dev, unknown)
+        flops, moved, t, dtype = _node_cost(onnx, node, ins, info, nbytes, dev, unknown)
+        dtype_flops[dtype] = dtype_flops.get(dtype, 0.0) + flops
         _, tids = b.add_node(folded.names[i], node.op_type, flops, moved, t,
                              in_tensors=sorted(set(in_tensors)), in_params=in_params,
                              out_bytes=[nbytes(o) if o else 0.0 for o in outs])
@@ -154,18 +156,23 @@ def _convert(folded: FoldedModel, dev, source) -> CompGraph:
             "defaulted_dims": folded.defaulted_dims, "unknown_ops": sorted(unknown),
             "unknown_rule": UNKNOWN_RULE, "opset": folded.opset,
             "onnx_nodes": len(g.node), "folded_nodes": len(g.node) - len(folded.compute),
-            "unshaped_tensors": sorted(unshaped)}
+            "unshaped_tensors": sorted(unshaped),
+            # the dtype of most FLOPs: what the latency and unequal-device objectives
+            # cost every op at
+            "dtype": max(dtype_flops, key=dtype_flops.get) if dtype_flops else "fp32"}
     if not folded.compute:
         raise JaxplaceError("every node is constant: nothing to partition",
                             field="graph.node")
     return b.build(meta)
 
 
-def _node_cost(onnx, node, ins, info, nbytes, dev, unknown) -> tuple[float, float, float]:
+def _node_cost(onnx, node, ins, info, nbytes, dev, unknown
+               ) -> tuple[float, float, float, str]:
+    """(FLOPs, bytes moved, seconds, dtype key) of one compute op."""
     op = node.op_type
     cat = rl.classify(op)
     if cat == "view":
-        return 0.0, 0.0, 0.0
+        return 0.0, 0.0, 0.0, "fp32"
 
     def shape(name):
         return info.get(name, ([], 1))[0] or []
@@ -181,8 +188,9 @@ def _node_cost(onnx, node, ins, info, nbytes, dev, unknown) -> tuple[float, floa
     except (IndexError, ValueError, ZeroDivisionError):  # shapes unknown: generic rule
         unknown.add(op)
         flops, matrix = float(out_elems), False
-    t = rl.op_time(flops, moved, dev, _dtype_name(onnx, et), matrix=matrix)
-    return float(flops), float(moved), float(t)
+    dtype = _dtype_name(onnx, et)
+    t = rl.op_time(flops, moved, dev, dtype, matrix=matrix)
+    return float(flops), float(moved), float(t), dtype
 
 
 def _flops(onnx, node, op, cat, ins, outs, info, shape, et, in_elems, out_elems, unknown):
