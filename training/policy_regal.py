@@ -1,4 +1,4 @@
-"""Recipe of the shipped policy `policies/gnn-v1` (see its MODEL_CARD.md).
+"""Recipe of the policy `policies/gnn-v1` (see its MODEL_CARD.md).
 
     python training/policy_regal.py            # = the command below
     python -m jaxplace.policy.train training/policy_regal.json \
