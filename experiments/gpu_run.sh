@@ -44,8 +44,8 @@ if [ "$1" = 1 ]; then
 fi
 mkdir -p runs
 rem=$(( $2 - ($(date +%s) - start) - 25 ))
-echo "== train training/policy_regal_gpu.json for $rem s"
-timeout -s INT "$rem" python3 -m jaxplace.policy.train training/policy_regal_gpu.json \
+echo "== train experiments/recipes/policy_regal_gpu.json for $rem s"
+timeout -s INT "$rem" python3 -m jaxplace.policy.train experiments/recipes/policy_regal_gpu.json \
     --out runs/gnn-v2-gpu 2>&1 | tr '\r' '\n' | grep -v "^\s*$" | tail -40
 ls -la runs/gnn-v2-gpu
 mkdir -p $OUT/run
