@@ -47,8 +47,9 @@ def default_policy_path(name: str = DEFAULT_POLICY) -> Path:
 
 def load_policy(path: str | None = None, problem: Problem | None = None) -> Policy:
     """Load a policy directory; None: the shipped policy for `problem`
-    (`jaxplace.policy.routing.default_policy_name`), DEFAULT_POLICY without one. Raises `JaxplaceError`
-    naming the file when it is missing, truncated or of another architecture."""
+    (`jaxplace.policy.routing.default_policy_name`), DEFAULT_POLICY without one.
+    Raises `JaxplaceError` naming the file when it is missing, truncated or of
+    another architecture."""
     p = default_policy_path(default_policy_name(problem)) if path is None else Path(path)
     cfg, params, meta = ck.read_policy(p)
     graphdef, _ = ck.model_template(cfg)
