@@ -3,11 +3,14 @@ search methods add on some graphs. Every such rule lives here.
 
 The routing looks at the problem's placement units (`jaxplace.units`):
 
-| graph | policy | "policy" | "policy+brkga" |
-|---|---|---|---|
-| no colocation classes (trivial units) | gnn-v3 (`DEFAULT_POLICY`) | means as trained | policy samples only |
-| colocation classes, no free unit | gnn-v3-train (`COLOCATION_POLICY`) | means as trained | policy samples only |
-| colocation classes and a free unit | gnn-v4-train (`ORPHAN_POLICY`) | means + DFS anchor | + heuristic orders |
+- no colocation classes (trivial units): gnn-v3 (`DEFAULT_POLICY`);
+- colocation classes, no free unit: gnn-v3-train (`COLOCATION_POLICY`);
+- colocation classes and a free unit: gnn-v4-train (`ORPHAN_POLICY`), and on every
+  graph with a free unit "policy" anchors the means to the DFS order
+  (`dfs_anchor_for`) and "policy+brkga" starts from the heuristic orders too
+  (`heuristic_seeds_apply`).
+
+Why, measured on held-out generated graphs:
 
 - The policies. gnn-v3-train is gnn-v3 fine-tuned on training graphs (each backward
   op shares its forward op's device); it is better there, and a fine-tune that also
