@@ -33,7 +33,7 @@ WORK_SHARE = 4.0
 #: A cluster's parameters stay at most this share of the memory budget and capacity.
 MEMORY_SHARE = 0.5
 #: Stop when a round shrinks the level by less than this fraction.
-MIN_SHRINK = 0.03
+MIN_SHRINK = 0.1
 
 
 @dataclass(frozen=True, eq=False)

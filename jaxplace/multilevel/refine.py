@@ -146,9 +146,9 @@ def boundary_moves(state: BlockState, deadline: float, stats: RefineStats,
     slicing turns into a lower bottleneck). Stops when a pass moves nothing, after
     `max_passes`, or at `deadline` (perf_counter)."""
     k = len(state.cost)
+    cap = float(state.cost.max()) * (1 + slack)  # fixed: the slack must not compound
     for _ in range(max_passes):
         moved = 0
-        cap = float(state.cost.max()) * (1 + slack)
         for b in range(k):
             for v, to in state.moves_of(b):
                 if time.perf_counter() >= deadline:

@@ -95,7 +95,7 @@ def multilevel_search(req) -> Result:
 
     Options (`req.options`): coarsest (clusters, default COARSEST_UNITS),
     coarse_method (default COARSE_METHOD), coarse_share (COARSE_SHARE), slack
-    (relative cost slack of the transfer-reducing moves, default 0.02).
+    (relative cost slack of the transfer-reducing moves, default 0.05).
     """
     p = req.problem
     check_memory(p)
@@ -103,7 +103,7 @@ def multilevel_search(req) -> Result:
     coarsest = int(opts.pop("coarsest", COARSEST_UNITS))
     coarse_method = str(opts.pop("coarse_method", COARSE_METHOD))
     coarse_share = float(opts.pop("coarse_share", COARSE_SHARE))
-    slack = float(opts.pop("slack", 0.02))
+    slack = float(opts.pop("slack", 0.05))
     limit = req.stop.time_limit if req.stop.time_limit is not None else DEFAULT_SECONDS
     end = req.start + limit * (1 - RESERVE_SHARE)
     rng = np.random.default_rng(req.seed)
@@ -139,8 +139,9 @@ def multilevel_search(req) -> Result:
             lv = levels[i]
             if i < len(levels) - 1:
                 a = to_finer(lv, a)
-            left = end - time.perf_counter()
-            deadline = time.perf_counter() + left / (i + 1)
+            # finer levels are slower to refine: time in proportion to level size
+            share = lv.size / sum(levels[j].size for j in range(i + 1))
+            deadline = time.perf_counter() + (end - time.perf_counter()) * share
             stats = RefineStats()
             a, cost = refine(lv, a, deadline, stats, slack=slack)
             track.evaluations += stats.evaluations
