@@ -19,7 +19,7 @@ from jaxplace.bounds._model import dag_numbering
 from jaxplace.bounds.base import BoundContext
 from jaxplace.bounds.check import FEASIBLE, INFEASIBLE, check_guess
 from jaxplace.bounds.guess_check import GuessCheckBound, guess_and_check
-from jaxplace.bounds.registry import BOUNDS
+from jaxplace.bounds.registry import BOUNDS, choose_methods
 from jaxplace.bounds.station import StationBound, refuted, station_data, windows
 from jaxplace.cost import evaluate_partition, quotient_order
 from jaxplace.generators import regal
@@ -197,3 +197,14 @@ def test_station_rung_reports_at_least_the_simple_bound():
     assert r.kind == "closed-form"
     r = GuessCheckBound("x").run(problem, BoundContext(time_limit=3))
     assert r.bound >= jp.simple_lower_bound(problem) and r.solves >= 1
+
+
+def test_choose_methods_adds_the_station_rungs():
+    wide = jp.Problem(jp.CompGraph([1.0] * 20), 4)  # 2^20 ideals: the MIP ladder
+    methods, _ = choose_methods(wide)
+    assert methods == ("simple", "station", "bottleneck", "station-check", "exact")
+    methods, _ = choose_methods(wide.replace(k=8))  # checks stall at their root there
+    assert methods == ("simple", "station", "bottleneck", "exact")
+    methods, _ = choose_methods(wide, ("bottleneck", "bottleneck-guess", "exact"))
+    assert methods == ("simple", "station", "bottleneck", "bottleneck-guess",
+                       "station-check", "exact")

@@ -18,6 +18,7 @@ from jaxplace.bounds.exact import ExactBound
 from jaxplace.bounds.guess import GuessBound
 from jaxplace.bounds.guess_check import GuessCheckBound
 from jaxplace.bounds.simple import SimpleBound
+from jaxplace.bounds.station import MAX_NODES as STATION_MAX_NODES
 from jaxplace.bounds.station import StationBound
 from jaxplace.errors import JaxplaceError
 from jaxplace.exact.bound import IdealsBound
@@ -54,15 +55,21 @@ PICK_IDEALS = 60_000
 #: The methods that model CPU blocks and CPU-only ops (the others report bound 0).
 HETERO_METHODS = ("simple", "ideals", "exact-lp", "exact")
 
+#: `choose_methods` adds guess and check (`station-check`) up to this many blocks: at
+#: k = 4 it refuted guesses above the bottleneck and exact MIPs' 60 s bounds on
+#: REGAL-like graphs; at k >= 8 its feasibility MIPs did not finish their root in time.
+CHECK_MAX_K = 4
+
 
 def choose_methods(problem, mips: tuple[str, ...] = ("bottleneck", "exact")
                    ) -> tuple[tuple[str, ...], str]:
     """The ladder that proves `problem` optimal fastest, and why (one line).
 
     The DP over ideals when the graph has at most PICK_IDEALS of them (DNN-like graphs;
-    it is exact, so its bound is the optimum); otherwise the simple bound and `mips`
-    (random DAGs have far too many ideals), keeping, with CPU blocks or CPU-only ops,
-    only the MIPs that model them (the exact MIP, by default).
+    it is exact, so its bound is the optimum); otherwise the simple bound, the station
+    bound (no solver), `mips` and, for k <= CHECK_MAX_K, guess and check (random DAGs
+    have far too many ideals), keeping, with CPU blocks or CPU-only ops, only the
+    simple bound and the MIPs that model them (the exact MIP, by default).
     """
     from jaxplace.exact.dp import count_problem_ideals
 
@@ -72,7 +79,15 @@ def choose_methods(problem, mips: tuple[str, ...] = ("bottleneck", "exact")
     hetero = problem.cpus > 0 or not bool(problem.supported.all())
     if hetero:
         mips = tuple(m for m in mips if m in HETERO_METHODS) or ("exact",)
-    return ("simple", *mips), f"more than {PICK_IDEALS:,} ideals: the MIP ladder"
+        return ("simple", *mips), f"more than {PICK_IDEALS:,} ideals: the MIP ladder"
+    return (tuple(ladder(("simple", "station", *mips, *_checks(problem))))
+            if problem.n <= STATION_MAX_NODES else ("simple", *mips),
+            f"more than {PICK_IDEALS:,} ideals: the MIP ladder")
+
+
+def _checks(problem) -> tuple[str, ...]:
+    """Guess and check where its feasibility MIPs get past their root in seconds."""
+    return ("station-check",) if problem.k <= CHECK_MAX_K else ()
 
 
 def default_methods(problem, mips: tuple[str, ...] = ("bottleneck", "exact")) -> tuple:
