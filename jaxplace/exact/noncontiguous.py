@@ -618,9 +618,6 @@ def noncontiguous_search(req):
     from jaxplace.search.stop import Progress
 
     problem = req.problem
-    if req.latency:
-        raise JaxplaceError("noncontiguous splits pipeline stages; it does not apply to "
-                            "the latency objective", field="method")
     opts = dict(req.options)
     start = opts.pop("start", None)
     if start is None and req.seeds is not None and len(req.seeds):

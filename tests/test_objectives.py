@@ -1,0 +1,293 @@
+"""The objective contract and the correctness matrix: every objective x {evaluate,
+decode, evaluate_partition, lower bound, search with every registered method, certify
+with every registered bound} on tiny instances against brute force. Each cell gives
+the right value or a JaxplaceError; a bound never exceeds the brute-force optimum;
+`optimal` only where the bound meets a cost `evaluate_partition` confirms."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from brute import brute_force_noncontiguous, brute_force_optimum
+
+import jaxplace as jp
+from jaxplace.cluster import cluster_from_dict
+from jaxplace.errors import JaxplaceError
+from jaxplace.hetero.brute import optimum as hetero_optimum
+from jaxplace.latency.brute import brute_force as latency_brute_force
+from jaxplace.objectives import Objective, objective_of, objectives, register, unregister
+from jaxplace.search.registry import METHODS
+
+RTOL = 1e-6
+CLUSTER = {"devices": [{"name": "fast", "peak_flops": 4e12, "mem_bw": 1e12, "memory": 60.0},
+                       {"name": "slow", "peak_flops": 1e12, "mem_bw": 1e12, "memory": 60.0}],
+           "bandwidth": [[0, 40.0], [20.0, 0]], "latency": 0.01}
+#: Search methods checked in every cell (the evosax algorithms share one code path;
+#: two stand for them here, all of them under `-m heavy`).
+EVOSAX_LIGHT = ("CMA_ES", "SimpleGA")
+
+
+def _graph(seed: int, n: int = 6, attrs: bool = False) -> jp.CompGraph:
+    rng = np.random.default_rng(seed)
+    edges = [(i, j) for i in range(n) for j in range(i + 1, n) if rng.random() < 0.45]
+    node_attrs = None
+    if attrs:
+        node_attrs = {"cpu_latency": rng.integers(1, 12, n).astype(float),
+                      "supported_on_accel": rng.random(n) > 0.15,
+                      "color_class": np.where(rng.random(n) < 0.3, 0, -1)}
+    return jp.CompGraph(rng.integers(1, 9, n).astype(float), edges,
+                        rng.integers(0, 5, n).astype(float),
+                        rng.integers(1, 6, n).astype(float), node_attrs=node_attrs)
+
+
+def _problems() -> dict[str, jp.Problem]:
+    c = cluster_from_dict(CLUSTER)
+    return {
+        "throughput": jp.Problem(_graph(0), 3, bandwidth=2.0, memory=4.0),
+        "throughput-cpus": jp.Problem(_graph(1, attrs=True), 2, cpus=1, capacity=9.0),
+        "throughput-unequal": jp.Problem(_graph(2, n=5), cluster=c, objective="throughput"),
+        "latency": jp.Problem(_graph(3, n=5), cluster=c, objective="latency"),
+    }
+
+
+PROBLEMS = _problems()
+
+
+def _optimum(problem: jp.Problem) -> float:
+    obj = objective_of(problem)
+    if obj.name == "throughput":
+        return brute_force_optimum(problem)
+    if obj.name == "throughput-unequal":
+        return hetero_optimum(problem.pipeline_instance, problem.k)
+    return latency_brute_force(problem.latency)[0]
+
+
+OPTIMA = {name: _optimum(p) for name, p in PROBLEMS.items()}
+
+
+#: Methods that compile programs of their own (a GNN, a surrogate, an arrangement
+#: cost): run on one problem per objective by default, on all under `-m heavy`.
+COMPILING = {"mla", "mla-weighted", "policy", "policy+brkga", "relax", "relax+brkga"}
+
+
+def _cells():
+    out = []
+    for name in PROBLEMS:
+        for method in METHODS:
+            evosax = method not in COMPILING | {"default", "random", "brkga", "dfs",
+                                                "noncontiguous", "multilevel"}
+            heavy = (evosax and method not in EVOSAX_LIGHT) or (
+                (evosax or method in COMPILING) and name == "throughput-cpus")
+            out.append(pytest.param(name, method, marks=[pytest.mark.heavy] if heavy else [],
+                                    id=f"{name}-{method}"))
+    return out
+
+
+def test_every_problem_resolves_to_its_objective():
+    assert {objective_of(p).name for p in PROBLEMS.values()} == {
+        "throughput", "throughput-unequal", "latency"}
+    assert set(objectives()) >= {"throughput", "throughput-unequal", "latency"}
+    with pytest.raises(JaxplaceError, match="objective"):
+        jp.Problem(_graph(0), 2, objective="energy")
+
+
+@pytest.mark.parametrize("name", list(PROBLEMS))
+def test_costs_agree_with_the_reference(name):
+    """evaluate == evaluate_partition(decode) for random rows; the objective's lower
+    bound never exceeds the brute-force optimum."""
+    p = PROBLEMS[name]
+    rng = np.random.default_rng(5)
+    X = rng.random((4, p.n))
+    costs = jp.evaluate(p, X, precision="float64") if name != "latency" else \
+        jp.evaluate(p, X)
+    parts = jp.decode(p, X)
+    for c, part in zip(costs, parts, strict=True):
+        confirmed = jp.evaluate_partition(p, part).cost
+        assert math.isclose(c, confirmed, rel_tol=RTOL), (name, c, confirmed)
+        assert confirmed >= OPTIMA[name] * (1 - RTOL)
+    assert jp.simple_lower_bound(p) <= OPTIMA[name] * (1 + RTOL)
+
+
+@pytest.mark.parametrize("name", list(PROBLEMS))
+def test_identical_device_helpers_refuse_other_objectives(name):
+    from jaxplace.cost import partition_costs, simple_lower_bound
+
+    p = PROBLEMS[name]
+    if objective_of(p).name == "throughput":
+        assert simple_lower_bound(p) == jp.simple_lower_bound(p)
+        return
+    with pytest.raises(JaxplaceError, match="objective"):
+        simple_lower_bound(p)
+    with pytest.raises(JaxplaceError, match="objective"):
+        partition_costs(p, np.zeros(p.n, np.int64))
+
+
+@pytest.mark.parametrize(("name", "method"), _cells())
+def test_search_matrix(name, method):
+    """Every registered method on every objective: a result whose cost the reference
+    confirms and no better than the optimum, or a JaxplaceError naming the method."""
+    p = PROBLEMS[name]
+    obj = objective_of(p)
+    supported = obj.search_methods is None or method in obj.search_methods
+    if not supported:
+        with pytest.raises(JaxplaceError, match="method"):
+            jp.search(p, method, budget=40, progress=False)
+        return
+    try:
+        r = jp.search(p, method, budget=200, population_size=20, progress=False,
+                      time_limit=60)
+    except JaxplaceError as exc:  # a setting the method does not model, said plainly
+        assert exc.field, exc
+        return
+    if method == "noncontiguous":  # virtual pieces: bounded by the non-contiguous optimum
+        assert r.cost >= brute_force_noncontiguous(p)[0] * (1 - RTOL)
+        return
+    confirmed = jp.evaluate_partition(p, r.partition).cost
+    assert math.isclose(r.cost, confirmed, rel_tol=RTOL), (r.cost, confirmed)
+    assert r.cost >= OPTIMA[name] * (1 - RTOL)
+    if method == "default" and "proved_by" in r.info:  # a proof is a real optimum
+        assert math.isclose(r.cost, OPTIMA[name], rel_tol=RTOL)
+        assert r.info["proof_lower_bound"] <= OPTIMA[name] * (1 + RTOL)
+
+
+def _bounds():
+    from jaxplace.bounds.registry import METHODS as BOUND_METHODS
+    from jaxplace.latency.objective import LATENCY
+
+    names = dict.fromkeys([*BOUND_METHODS, *LATENCY.bound_methods])
+    return [pytest.param(b, id=b) for b in names]
+
+
+@pytest.mark.parametrize("bound", _bounds())
+@pytest.mark.parametrize("name", list(PROBLEMS))
+def test_certify_matrix(name, bound):
+    """Every registered bound on every objective: valid (<= the brute-force optimum),
+    optimal only when it meets the confirmed cost of the partition, or a
+    JaxplaceError naming the bound."""
+    p = PROBLEMS[name]
+    obj = objective_of(p)
+    start = jp.decode(p, np.random.default_rng(1).random(p.n))
+    if bound not in obj.bound_methods:
+        with pytest.raises(JaxplaceError, match="bound|method"):
+            jp.certify(p, start, methods=(bound,), time_limit=5)
+        return
+    cert = jp.certify(p, start, methods=(bound,), time_limit=10)
+    opt = OPTIMA[name]
+    assert cert.lower_bound <= opt * (1 + RTOL) + 1e-9, (bound, cert.lower_bound, opt)
+    for r in cert.results:
+        assert r.bound <= opt * (1 + RTOL) + 1e-9, (r.name, r.bound, opt)
+    if cert.optimal:
+        assert cert.partition is not None
+        confirmed = obj.evaluate_partition(p, _as_partition(p, cert, start)).cost
+        assert math.isclose(confirmed, cert.upper_bound, rel_tol=RTOL)
+        assert math.isclose(confirmed, opt, rel_tol=RTOL)
+
+
+def _as_partition(p, cert, start):
+    """The certificate's partition with the stage devices of the start (unequal
+    devices: the assignment alone does not say which device holds a stage)."""
+    if objective_of(p).name == "throughput-unequal":
+        return start
+    if objective_of(p).name == "latency":
+        return start
+    return cert.partition
+
+
+def test_hetero_certify_is_no_false_proof():
+    """The seam of issue 41: on unequal devices the certificate's bound comes from the
+    objective's own bound and never exceeds a valid partition's cost."""
+    c = cluster_from_dict(CLUSTER)
+    for seed in range(4):
+        p = jp.Problem(_graph(10 + seed, n=7), cluster=c, objective="throughput")
+        r = jp.search(p, budget=300, population_size=20, progress=False)
+        cert = jp.certify(p, r.partition)
+        assert cert.lower_bound <= jp.evaluate_partition(p, r.partition).cost * (1 + RTOL)
+        assert cert.lower_bound <= hetero_optimum(p.pipeline_instance, p.k) * (1 + RTOL)
+
+
+# -- a fourth objective is one module and one registry entry ---------------------------
+
+class ComputeOnly(Objective):
+    """A toy objective: the busiest block's compute, transfers free (on identical
+    accelerators), searched by cutting the DFS order into k equal-work pieces."""
+
+    name = "toy-compute"
+    problem_objective = "toy-compute"
+    label = "toy compute-only bottleneck"
+    search_methods = frozenset({"default"})
+    bound_methods = ("simple",)
+    default_bounds = ("simple",)
+
+    def evaluate_partition(self, problem, assignment, *, contiguous=True, devices=None):
+        from jaxplace.cost import check_assignment, quotient_order
+
+        a = check_assignment(problem, getattr(assignment, "assignment", assignment))
+        quotient_order(problem, a)  # contiguous: raises on a cycle
+
+        class Cost:
+            cost = float(np.bincount(a, weights=problem.graph.work).max())
+        Cost.assignment = a
+        return Cost()
+
+    def lower_bound(self, problem):
+        w = problem.graph.work
+        return float(max(w.max(), w.sum() / problem.k))
+
+    def certify(self, problem, partition=None, methods=None, **settings):
+        from jaxplace.bounds.base import MethodResult
+        from jaxplace.objectives.ladder import certify_with
+
+        def simple(pr, ctx, part):
+            return MethodResult("simple", self.lower_bound(pr), "closed form", 0.0,
+                                kind="closed-form")
+
+        return certify_with(self, problem, partition, methods, {"simple": simple},
+                            **settings)
+
+    def start_partition(self, problem):
+        return self._cut(problem)
+
+    def _cut(self, problem):
+        from jaxplace.search.baselines import dfs_order
+
+        order = dfs_order(problem.graph)
+        csum = np.cumsum(problem.graph.work[order])
+        blocks = np.minimum((csum * problem.k / csum[-1] - 1e-9).astype(int), problem.k - 1)
+        a = np.empty(problem.n, np.int64)
+        a[order] = blocks
+        return a
+
+    def default_search(self, req):
+        from jaxplace.partition import Partition
+        from jaxplace.search.result import History, Result
+
+        a = self._cut(req.problem)
+        cost = self.evaluate_partition(req.problem, a).cost
+        part = Partition(np.arange(req.problem.n), (), a, cost)
+        return Result(cost, part, np.zeros(req.problem.n, np.float32), 1, 0.0,
+                      History.empty(), "default", req.lower_bound)
+
+
+def test_a_toy_objective_plugs_in():
+    register(ComputeOnly())
+    try:
+        p = jp.Problem(_graph(4, n=8), 3, objective="toy-compute")
+        assert objective_of(p).name == "toy-compute"
+        r = jp.search(p, progress=False)
+        assert r.cost == objective_of(p).evaluate_partition(p, r.partition).cost
+        assert jp.evaluate_partition(p, r.partition).cost == r.cost
+        assert jp.simple_lower_bound(p) <= r.cost
+        cert = jp.certify(p, r.partition)
+        assert cert.lower_bound == jp.simple_lower_bound(p)
+        with pytest.raises(JaxplaceError, match="toy-compute"):
+            jp.search(p, "brkga")
+        with pytest.raises(JaxplaceError, match="toy-compute"):
+            jp.evaluate(p, np.zeros((1, p.n)))
+        with pytest.raises(JaxplaceError, match="bound"):
+            jp.certify(p, r.partition, methods="exact")
+    finally:
+        unregister("toy-compute")
+    with pytest.raises(JaxplaceError, match="objective"):
+        jp.Problem(_graph(4, n=8), 3, objective="toy-compute")
