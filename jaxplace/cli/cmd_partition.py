@@ -87,13 +87,25 @@ class Found:
     result: object = None  # the search Result when the search returned
 
 
+#: With --certify and --time-limit, the share of the limit the search may use; the
+#: certificate gets the rest (the limit covers everything the command does).
+SEARCH_SHARE_WITH_CERTIFY = 0.5
+
+
+def search_limit(args) -> float | None:
+    """The search's own time limit: all of --time-limit, or its share with --certify."""
+    if args.time_limit is None:
+        return None
+    return args.time_limit * (SEARCH_SHARE_WITH_CERTIFY if args.certify else 1.0)
+
+
 def _search_call(problem, args, runner):
     """A no-argument callable running the search with the runner's cancel event and
     observer (the runner draws the bar, fed by the observer)."""
     from jaxplace.search import StopRule, search
 
     kw = {"budget": args.budget, "seed": args.seed, "progress": False,
-          "stop": StopRule(time_limit=args.time_limit, cancel=runner.cancel),
+          "stop": StopRule(time_limit=search_limit(args), cancel=runner.cancel),
           "observer": runner.observe}
     if args.policy is not None:
         if not (args.method or "").lower().startswith("policy"):
@@ -107,13 +119,13 @@ def _run_search(problem, args, runner) -> Found | None:
     """The search's result, or the incumbent decoded by the NumPy reference when the
     search did not return in time after Ctrl-C (None when there was none yet)."""
     from jaxplace.cli.runner import Stopped
-    from jaxplace.cost import simple_lower_bound
+    from jaxplace.cost import lower_bound
 
     t0 = time.perf_counter()
     try:
         result = runner.call(_search_call(problem, args, runner), desc="search",
-                             deadline=args.time_limit,
-                             lower_bound=simple_lower_bound(problem))
+                             deadline=search_limit(args),
+                             lower_bound=lower_bound(problem))
     except Stopped as stop:
         x = getattr(stop.latest, "best_x", None)
         if x is None:
@@ -133,18 +145,23 @@ def _run_search(problem, args, runner) -> Found | None:
                  time.perf_counter() - t0, stopped, result)
 
 
-def _certify(problem, assignment, args, runner):
-    """The Certificate of --certify, or None when interrupted before it finished."""
-    from jaxplace.bounds.registry import choose_methods
+def _certify(problem, assignment, args, runner, remaining: float | None):
+    """The Certificate of --certify, or None when interrupted before it finished.
+    `remaining`: seconds left of --time-limit (None: no limit), shared by the bounds."""
+    from jaxplace.bounds.registry import BOUNDS, choose_methods
     from jaxplace.cli.cmd_certify import certify_and_print
     from jaxplace.cli.runner import Stopped
 
     methods, why = (args.bounds, "--bounds") if args.bounds else choose_methods(problem)
+    per_method = args.certify_time
+    if remaining is not None:
+        solves = sum(1 for m in methods if m not in BOUNDS or BOUNDS[m].kind != "closed-form")
+        per_method = max(min(per_method, remaining / max(solves, 1)), 0.05)
     print(f"certify with {','.join(methods)} ({why})", flush=True)
     try:
         return runner.call(lambda: certify_and_print(
             problem, assignment, methods=methods,
-            time_limit=args.certify_time,
+            time_limit=per_method,
             threads=args.threads, mip_rel_gap=1e-6, seed=args.seed, quiet=args.quiet))
     except Stopped:
         return None
@@ -158,7 +175,7 @@ def ratio_line(cost: float, bound: float, label: str) -> str:
 
 def run(args) -> int:
     from jaxplace.cli.runner import Runner
-    from jaxplace.cost import evaluate_partition, simple_lower_bound
+    from jaxplace.cost import evaluate_partition, lower_bound
     from jaxplace.formats import save_result
     from jaxplace.report import stage_table
 
@@ -187,6 +204,7 @@ def run(args) -> int:
 
         check_args(args)
     check_output(args.output, inputs=[args.file])
+    t_start = time.perf_counter()
     problem, source = load_input(args)
     with Runner(quiet=args.quiet) as runner:
         found = _run_search(problem, args, runner)
@@ -198,31 +216,44 @@ def run(args) -> int:
         if args.noncontiguous:
             return report(problem, source, found, args, runner)
         cost = evaluate_partition(problem, best.assignment)
-        policy = (getattr(found.result, "info", None) or {}).get("policy")
+        info = getattr(found.result, "info", None) or {}
+        policy = info.get("policy")
+        found_by = info.get("found_by", found.method)
         print(f"{source}: n={problem.n} k={problem.k} method={found.method} "
+              + (f"found by {found_by} " if found_by != found.method else "")
               + (f"policy={policy} " if policy else "")
               + f"evaluations={found.evaluations} time={found.elapsed:.2f}s"
               + (f" ({found.stopped})" if found.stopped else ""), flush=True)
         print(stage_table(problem, cost), flush=True)
-        lower, label = simple_lower_bound(problem), "simple"
+        lower, label = lower_bound(problem), "simple"
+        proved_by = info.get("proved_by")
+        if proved_by and info.get("proof_lower_bound", 0.0) >= lower:
+            lower, label = info["proof_lower_bound"], f"proof: {proved_by}"
         timings, cert = {"search_s": found.elapsed}, None
         if args.certify and not runner.interrupted:
             tc = time.perf_counter()
-            cert = _certify(problem, best.assignment, args, runner)
+            remaining = (None if args.time_limit is None
+                         else args.time_limit - (tc - t_start))
+            cert = _certify(problem, best.assignment, args, runner, remaining)
             timings["certify_s"] = time.perf_counter() - tc
         if cert is not None:
             if cert.lower_bound > lower:
                 lower, label = cert.lower_bound, f"certify: {cert.method}"
+                proved_by = cert.method if cert.optimal else proved_by
             if cert.partition is not None and cert.upper_bound < cost.bottleneck:
-                best = cert.partition  # the exact MIP found a better partition
+                best = cert.partition  # a bound method found a better partition
                 cost = evaluate_partition(problem, best)
-                print("the exact MIP improved the partition:")
+                found_by = cert.partition_source
+                print(f"the certificate's {found_by} improved the partition:")
                 print(stage_table(problem, cost))
         print(ratio_line(cost.bottleneck, lower, label))
         if args.output:
             save_result(args.output, problem, best, method=found.method, seed=args.seed,
                         lower_bound=lower, source=source, timings=timings,
-                        extra={"evaluations": found.evaluations,
+                        extra={"evaluations": found.evaluations, "found_by": found_by,
+                               **({"proved_by": proved_by}
+                                  if proved_by and cost.bottleneck <= lower * (1 + 1e-6)
+                                  else {}),
                                **({"policy": policy} if policy else {}),
                                **({"stopped": found.stopped} if found.stopped else {})},
                         certificate=cert)

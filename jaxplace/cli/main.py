@@ -23,6 +23,7 @@ COMMANDS = {
     "info": "jaxplace.cli.cmd_info",
     "generate": "jaxplace.cli.cmd_generate",
     "partition": "jaxplace.cli.cmd_partition",
+    "partition-many": "jaxplace.cli.partition_many",
     "certify": "jaxplace.cli.cmd_certify",
     "import": "jaxplace.cli.cmd_import",
     "bench": "jaxplace.cli.cmd_bench",
@@ -129,6 +130,14 @@ def _leave_now(code: int) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:  # Ctrl-C during start-up (imports, parsing)
+        print("jaxplace: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+def _main(argv: list[str] | None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
