@@ -820,6 +820,27 @@ def test_each_policy_card_command_reproduces_the_policy_training_config():
         assert now == was, folder.name
 
 
+def test_every_recipe_resolves_as_before_the_base_and_overrides():
+    # tests/data/recipes_before_issue46.json: each recipe's TrainConfig resolved from
+    # the full-copy recipe files before they became a base plus overrides (and some
+    # moved to experiments/recipes/); `init` folders moved too, so an init is the same
+    # when its weights are byte for byte the same
+    import hashlib
+
+    before = json.loads((ROOT / "tests" / "data" / "recipes_before_issue46.json").read_text())
+    assert len(before) == 27
+    for path, entry in before.items():
+        now = json.loads(json.dumps(load_config(ROOT / path).to_json()))
+        was = dict(entry["config"])
+        if was["init"] is None:
+            assert now["init"] is None, path
+        else:
+            weights = (ROOT / now["init"] / "params.msgpack").read_bytes()
+            assert hashlib.sha256(weights).hexdigest() == entry["init_params_sha256"], path
+            was["init"] = now["init"]
+        assert now == was, path
+
+
 def test_model_cards_are_short_and_state_what_the_issue_asks():
     for folder in _policy_folders():
         text = (folder / "MODEL_CARD.md").read_text()
