@@ -199,3 +199,36 @@ def test_ray_executor_matches_local():
         check_exact(p, b)
         assert np.array_equal(a.priorities, b.priorities)
         assert a.cost == b.cost and a.evaluations == b.evaluations
+
+
+def test_partition_many_writes_a_result_per_problem_and_a_summary(tmp_path):
+    import argparse
+    import json
+
+    from jaxplace.cli.partition_many import add_many_arguments, run_many
+    from jaxplace.formats import load_problem, nodelink_data, write_json
+
+    src = tmp_path / "graphs"
+    src.mkdir()
+    for s in range(2):
+        write_json(src / f"g{s}.json", nodelink_data(small_graph(20 + s, 12)))
+    (src / "notes.txt").write_text("not a graph")
+    p = argparse.ArgumentParser()
+    add_many_arguments(p)
+    out = tmp_path / "out"
+    args = p.parse_args([str(src), "-k", "2,3", "-o", str(out), "--budget", "600",
+                         "--max-programs", "1", "-q"])
+    assert run_many(args) == 0
+    lines = [json.loads(x) for x in (out / "summary.jsonl").read_text().splitlines()]
+    assert sorted((rec["file"].rsplit("/", 1)[1], rec["k"]) for rec in lines) == [
+        ("g0.json", 2), ("g0.json", 3), ("g1.json", 2), ("g1.json", 3)]
+    for rec in lines:
+        prob = load_problem(rec["file"], k=rec["k"])
+        data = json.loads(open(rec["output"]).read())
+        a = np.asarray(data["assignment"])
+        assert rec["cost"] == pytest.approx(evaluate_partition(prob, a).bottleneck,
+                                            rel=1e-9)
+        assert not rec["interrupted"]
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(jp.JaxplaceError, match="no graph files"):
+        run_many(p.parse_args([str(tmp_path / "empty"), "-o", str(out)]))

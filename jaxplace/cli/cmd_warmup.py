@@ -40,6 +40,12 @@ def add_arguments(p) -> None:
                    help="REGAL-like graphs drawn per size class and k to find the "
                    "programs they use (more: more windows covered)")
     p.add_argument("--seed", type=int, default=0, help="seed of the sample graphs")
+    p.add_argument("--many", type=int, default=0, metavar="COUNT",
+                   help="also the search_many programs of a batch of COUNT REGAL-like "
+                   "graphs (the regal-time suite's: regal_set(COUNT, --seed), k cycling "
+                   "through --ks), e.g. 30")
+    p.add_argument("--max-programs", type=int, default=8,
+                   help="search_many: at most this many buckets (default 8)")
     p.add_argument("--dry-run", action="store_true",
                    help="list the programs without compiling")
     p.add_argument("--for", dest="target", choices=("library", "cli", "both"),
@@ -130,7 +136,8 @@ def run(args) -> int:
 def _argv(args) -> list[str]:
     out = ["--max-nodes", str(args.max_nodes), "--min-nodes", str(args.min_nodes), "--ks",
            args.ks, "--methods", args.methods, "--samples", str(args.samples), "--seed",
-           str(args.seed)]
+           str(args.seed), "--many", str(args.many), "--max-programs",
+           str(args.max_programs)]
     return out
 
 
@@ -161,9 +168,39 @@ def warm(args) -> int:
         compiled, hits = compiled + c, hits + h
         print(f"{head}: {time.perf_counter() - t0:6.1f} s, compiled {c}, cache hits {h}",
               flush=True)
+    if args.many > 0:
+        c, h = warm_many(args)
+        compiled, hits = compiled + c, hits + h
     print(f"warmup done in {time.perf_counter() - t_all:.1f} s: {compiled} programs "
           f"compiled, {hits} read from the cache ({path})")
     return 0
+
+
+def warm_many(args) -> tuple[int, int]:
+    """Compile (or find cached) search_many's programs for the batch of `--many`
+    REGAL-like graphs: (compiled, cache hits). A batch of other graphs may merge into
+    other padded shapes (`jaxplace.search.many_buckets`)."""
+    import jaxplace as jp
+    from jaxplace.bench.compiles import count_compiles
+    from jaxplace.bench.search_time import instances
+    from jaxplace.search.many import bucket_summary, search_many
+
+    ks = [int(k) for k in args.ks.split(",") if k.strip()]
+    probs = [jp.Problem(g, k) for _, g, k in instances(args.many, ks, args.seed)]
+    buckets = bucket_summary(probs, args.max_programs)
+    for b in buckets:
+        print(f"search_many bucket N={b.spec.N} K={b.spec.K} window={b.window or 'full'} "
+              f"({len(b.members)} graphs)", flush=True)
+    if args.dry_run:
+        return 0, 0
+    t0 = time.perf_counter()
+    with count_compiles() as counts:  # two steps per problem compile every bucket
+        search_many(probs, budget=200, polish=False, max_programs=args.max_programs)
+    names = ("_many_chunk",)
+    c, h = counts.compiled(names), sum(counts.cache_hits[x] for x in names)
+    print(f"search_many ({args.many} graphs, {len(buckets)} buckets): "
+          f"{time.perf_counter() - t0:6.1f} s, compiled {c}, cache hits {h}", flush=True)
+    return c, h
 
 
 if __name__ == "__main__":  # the child of `--for library`

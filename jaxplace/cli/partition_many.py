@@ -1,0 +1,201 @@
+"""`jaxplace partition-many FILE... | DIR -k 2,4,8`: many problems in one batched run.
+
+Every graph file given (or found in a folder: .json and .onnx, sorted) is searched
+for every k of `-k` by one `jp.search_many` call: problems are bucketed by padded
+size, each bucket one compiled program. As each problem finishes its result JSON is
+written to the output folder (`<file stem>.k<k>.json`, the format of `jaxplace
+partition -o`) and a line is appended to the JSONL summary (file, k, cost, lower
+bound, ratio, evaluations, seconds, interrupted, output). `--ray ADDRESS` runs the
+buckets as Ray tasks on a cluster (`--ray local`: a local one).
+
+Ctrl-C stops the run: every finished result is kept, every unfinished problem
+writes its best so far (marked interrupted in the summary); exit status 130.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+
+from jaxplace.errors import JaxplaceError
+
+HELP = "partition many graphs (and k values) in one batched search"
+DESCRIPTION = __doc__.split("\n\n", 1)[1].strip()
+#: Graph files picked from a folder.
+SUFFIXES = (".json", ".onnx")
+SUMMARY = "summary.jsonl"
+
+
+def _ks(text: str) -> list[int]:
+    try:
+        ks = [int(k) for k in text.split(",") if k.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected k values like 2,4,8, got {text!r}") \
+            from None
+    if not ks or min(ks) < 1:
+        raise argparse.ArgumentTypeError(f"k values must be at least 1, got {text!r}")
+    return sorted(set(ks), key=ks.index)
+
+
+def _positive(kind):
+    def parse(text: str):
+        try:
+            v = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+        if not v > 0:
+            raise argparse.ArgumentTypeError(f"must be positive, got {text}")
+        return v
+
+    return parse
+
+
+def add_many_arguments(p) -> None:
+    p.add_argument("inputs", nargs="+", metavar="FILE|DIR",
+                   help="graph files (node-link JSON, NeurIPS JSON, .onnx) or folders")
+    p.add_argument("-k", dest="ks", type=_ks, default=None,
+                   help="comma-separated stage counts, e.g. 2,4,8 (default: each file's)")
+    p.add_argument("--budget", type=_positive(int), default=None,
+                   help="decoder evaluations per problem")
+    p.add_argument("--time-limit", type=_positive(float), default=None,
+                   help="seconds for the whole run (compile time included)")
+    p.add_argument("--seed", type=int, default=0, help="problem i searches with seed+i")
+    p.add_argument("-o", "--output-dir", default="jaxplace-results", metavar="DIR",
+                   help="folder for the result files and the summary (created)")
+    p.add_argument("--summary", default=None, metavar="PATH",
+                   help=f"JSONL summary (default: DIR/{SUMMARY})")
+    p.add_argument("--max-programs", type=_positive(int), default=8,
+                   help="at most this many padded shapes (compiled programs)")
+    p.add_argument("--ray", default=None, metavar="ADDRESS",
+                   help="run the buckets as Ray tasks on this cluster ('local': start one)")
+    p.add_argument("--ray-cpus", type=_positive(int), default=1,
+                   help="CPU cores per Ray task")
+    p.add_argument("-q", "--quiet", action="store_true", help="no line per result")
+
+
+add_arguments = add_many_arguments
+
+
+def graph_files(inputs) -> list[Path]:
+    """The graph files of FILE / DIR arguments, in order (folders: sorted)."""
+    out = []
+    for x in inputs:
+        p = Path(x)
+        if p.is_dir():
+            found = sorted(q for q in p.iterdir() if q.suffix.lower() in SUFFIXES
+                           and q.is_file())
+            if not found:
+                raise JaxplaceError(f"no graph files ({', '.join(SUFFIXES)}) in {p}",
+                                    field="inputs")
+            out += found
+        elif p.is_file():
+            out.append(p)
+        else:
+            raise JaxplaceError(f"no such file or folder: {p}", field="inputs")
+    return out
+
+
+def load_jobs(files: list[Path], ks: list[int] | None) -> list[tuple[Path, object]]:
+    """[(file, Problem)] for every file and k (k: the file's when `ks` is None)."""
+    from jaxplace.formats import load_problem
+
+    jobs = []
+    for f in files:
+        if ks is None:  # the file's k (an error naming the file when it has none)
+            jobs.append((f, load_problem(f)))
+            continue
+        for k in ks:
+            jobs.append((f, load_problem(f, k=k)))
+    return jobs
+
+
+def output_name(file: Path, k: int, taken: set) -> str:
+    """`<stem>.k<k>.json`, made unique when two inputs share a stem."""
+    name, i = f"{file.stem}.k{k}.json", 1
+    while name in taken:
+        i += 1
+        name = f"{file.stem}-{i}.k{k}.json"
+    taken.add(name)
+    return name
+
+
+def run_many(args) -> int:
+    """The command (see the module doc); 130 after Ctrl-C, else 0."""
+    from jaxplace.formats import save_result
+    from jaxplace.search.many import search_many
+
+    files = graph_files(args.inputs)
+    jobs = load_jobs(files, args.ks)
+    out_dir = Path(args.output_dir)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise JaxplaceError(f"{out_dir} exists and is not a folder", field="--output-dir")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    summary = Path(args.summary) if args.summary else out_dir / SUMMARY
+    taken: set = set()
+    names = [output_name(f, p.k, taken) for f, p in jobs]
+    cancel = threading.Event()
+    t0 = time.perf_counter()
+    with open(summary, "w") as log, _first_ctrl_c_cancels(cancel):
+        def write(i: int, r) -> None:
+            f, p = jobs[i]
+            path = out_dir / names[i]
+            save_result(path, p, r.partition, method="many", seed=args.seed + i,
+                        lower_bound=r.lower_bound, source_file=str(f),
+                        timings={"search_s": r.wall_time})
+            rec = dict(file=str(f), k=p.k, cost=r.cost, lower_bound=r.lower_bound,
+                       ratio=r.cost / r.lower_bound if r.lower_bound > 0 else None,
+                       evaluations=r.evaluations, seconds=round(r.wall_time, 3),
+                       interrupted=r.interrupted, output=str(path))
+            log.write(json.dumps(rec) + "\n")
+            log.flush()
+            if not args.quiet:
+                print(f"{f.name} k={p.k}: cost {r.cost:.6g} ({rec['ratio'] or 0:.4f}x the "
+                      f"lower bound){' interrupted' if r.interrupted else ''} -> {path}",
+                      flush=True)
+
+        search_many([p for _, p in jobs], budget=args.budget, time_limit=args.time_limit,
+                    seed=args.seed, max_programs=args.max_programs, on_result=write,
+                    cancel=cancel, executor="ray" if args.ray else "local",
+                    ray_address=None if args.ray in (None, "local") else args.ray,
+                    num_cpus=args.ray_cpus)
+    print(f"{len(jobs)} problems in {time.perf_counter() - t0:.1f} s; summary: {summary}",
+          flush=True)
+    if cancel.is_set():
+        print("jaxplace: interrupted; finished results kept, unfinished ones wrote their "
+              "best so far", file=sys.stderr)
+        return 130
+    return 0
+
+
+run = run_many
+
+
+class _first_ctrl_c_cancels:
+    """The first Ctrl-C sets `cancel` (the run stops after the chunk in flight and
+    writes everything); a second one interrupts at once."""
+
+    def __init__(self, cancel: threading.Event):
+        self.cancel, self.old = cancel, None
+
+    def __enter__(self):
+        if threading.current_thread() is threading.main_thread():
+            def handler(signum, frame):
+                if self.cancel.is_set():
+                    raise KeyboardInterrupt
+                self.cancel.set()
+
+            self.old = signal.signal(signal.SIGINT, handler)
+        return self
+
+    def __exit__(self, *exc):
+        if self.old is not None:
+            signal.signal(signal.SIGINT, self.old)
+        return False
+
+
+__all__ = ["add_many_arguments", "graph_files", "load_jobs", "run_many"]
