@@ -47,7 +47,13 @@ class Net(_B):
         return self.node("Relu", [y], compute=True) if relu else y
 
     def bn(self, x, c, relu=True):
-        ins = [x] + [self.w([c], 1.0) for _ in range(4)]
+        ins = [x] + [self.w([c], 1.0) for _ in range(3)]
+        if self.how == "init":  # a running variance is positive
+            self.built.weight_elems += c
+            ins.append(self.init((np.abs(self.rng.standard_normal(c)) + 0.5).astype(
+                np.float32)))
+        else:
+            ins.append(self.w([c], 1.0))
         y = self.node("BatchNormalization", ins, compute=True)
         return self.node("Relu", [y], compute=True) if relu else y
 

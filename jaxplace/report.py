@@ -80,10 +80,15 @@ def stage_notes(problem: Problem, cost: PartitionCost) -> list[str]:
     else:
         b = int(np.argmax(np.where(np.isfinite(cost.total), cost.total, np.inf)))
         members = np.flatnonzero(cost.assignment == b)
+        v = int(members[np.argmax(g.work[members])])
+        u = units(problem)["work"]
         if len(members) == 1:
-            v = int(members[0])
             why = (f"the bottleneck stage is one op ({g.label(v)}), which no split "
                    "shortens, so more stages cannot lower the bottleneck")
+        elif g.work[v] >= 0.9 * cost.total[b]:
+            why = (f"one op ({g.label(v)}: {g.work[v]:.4g} of the bottleneck stage's "
+                   f"{cost.total[b]:.4g}{' ' + u if u else ''}) dominates it and no split "
+                   "shortens it, so more stages cannot lower the bottleneck much")
         else:
             why = (f"the search's best partition leaves {k - len(acc)} of the k blocks "
                    "empty: no partition it found with more stages had a lower "
