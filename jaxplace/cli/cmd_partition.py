@@ -167,6 +167,25 @@ def _certify(problem, assignment, args, runner, remaining: float | None):
         return None
 
 
+def _planner_certificate(problem, cost: float, info: dict, lower: float):
+    """The Certificate of a plan the planner proved optimal (its exact method ran
+    inside the search): the simple bound and the proof, without solving again."""
+    from jaxplace.bounds.base import MethodResult
+    from jaxplace.bounds.certificate import OPTIMAL_RTOL, Certificate
+    from jaxplace.cost import lower_bound
+
+    method = info["proved_by"]
+    results = [MethodResult("simple", lower_bound(problem), "closed form", 0.0,
+                            kind="closed-form")]
+    if method != "simple":
+        results.append(MethodResult(method, lower, "Optimal", info.get("exact_s", 0.0),
+                                    kind="dp"))
+    return Certificate(lower_bound=lower, upper_bound=cost, partition=None,
+                       partition_source="given", method=method, results=results,
+                       tolerance=OPTIMAL_RTOL, settings={"methods": [r.name for r in results],
+                                                         "from": "planner"})
+
+
 def ratio_line(cost: float, bound: float, label: str) -> str:
     """`bottleneck C   lower bound L (label)   ratio R`, plainly formatted."""
     ratio = f"{cost / bound:.4f}" if bound > 0 else "n/a (bound 0)"
@@ -230,7 +249,13 @@ def run(args) -> int:
         if proved_by and info.get("proof_lower_bound", 0.0) >= lower:
             lower, label = info["proof_lower_bound"], f"proof: {proved_by}"
         timings, cert = {"search_s": found.elapsed}, None
-        if args.certify and not runner.interrupted:
+        if args.certify and not runner.interrupted and proved_by and not args.bounds \
+                and cost.bottleneck <= lower * (1 + 1e-9):
+            cert = _planner_certificate(problem, cost.bottleneck, info, lower)
+            print(f"certify: proven optimal by the planner's {proved_by} "
+                  f"({info.get('exact_detail') or 'closed form'})", flush=True)
+            print(cert.summary(), flush=True)
+        elif args.certify and not runner.interrupted:
             tc = time.perf_counter()
             remaining = (None if args.time_limit is None
                          else args.time_limit - (tc - t_start))
