@@ -83,7 +83,8 @@ BERT24 = NEURIPS / "throughput" / "LayerGraphs" / "bert24_inference.json"
 
 def test_cli_certify_and_partition_pick_a_method(capsys):
     """`certify --methods ideals,exact` runs both (the MIP with CPU blocks too) and
-    `partition --certify` picks the DP over ideals on a small workload, saying so."""
+    `partition --certify` proves a small workload optimal with the DP over ideals,
+    run first by the planner, saying so."""
     if not BERT24.exists():
         pytest.skip(NEURIPS_SKIP)
     assert main(["certify", str(BERT24), "--methods", "ideals,exact", "--quiet",
@@ -94,9 +95,15 @@ def test_cli_certify_and_partition_pick_a_method(capsys):
     assert "(optimal)" in text and "lower bound 17.7899" in text
     assert main(["partition", str(BERT24), "--certify", "--quiet", "--budget", "200"]) == 0
     text = capsys.readouterr().out
-    assert "certify with simple,ideals (30 ideals: the DP over ideals)" in text, text
+    assert "found by ideals" in text, text
+    assert "proven optimal by the planner's ideals (30 ideals)" in text, text
     last = text.strip().splitlines()[-1]
-    assert "(certify: ideals)" in last and last.endswith("ratio 1.0000"), last
+    assert "(proof: ideals)" in last and last.endswith("ratio 1.0000"), last
+    # asked for the ladder by name, the certificate runs it
+    assert main(["partition", str(BERT24), "--certify", "--quiet", "--budget", "200",
+                 "--bounds", "simple,ideals"]) == 0
+    text = capsys.readouterr().out
+    assert "certify with simple,ideals (--bounds)" in text, text
 
 
 def test_bench_workloads_proves_each_partition(tmp_path, monkeypatch, capsys):
