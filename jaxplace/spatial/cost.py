@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from jaxplace.cluster import Cluster
-from jaxplace.importers.roofline import op_time
+from jaxplace.importers.roofline import classify, op_time
 from jaxplace.spatial.layers import Box, Layer, box_volume, layer_flops, required_box
 from jaxplace.spatial.plan import INPUT, Plan, Transfer, optimized_transfers
 
@@ -37,6 +37,8 @@ def part_time(layer: Layer, out: Box, profile, itemsize: int = 4) -> float:
         return 0.0
     n = layer.out_shape[0] if layer.out_shape else 1
     if not layer.splittable:
+        if classify(layer.detail) == "view":  # metadata only, as in the importer
+            return 0.0
         moved = (sum(float(np.prod(s)) for s in layer.in_shapes)
                  + float(np.prod(layer.out_shape))) * itemsize + layer.param_bytes
         return op_time(layer_flops(layer), moved, profile, DTYPE, matrix=layer.matrix)
