@@ -20,6 +20,12 @@ def note(message: str) -> None:
 
 # -- argparse types -----------------------------------------------------------------
 
+def settled(args: argparse.Namespace, **changes) -> argparse.Namespace:
+    """A copy of the parsed arguments with some values settled (a default that depends
+    on the input, say); the parsed arguments themselves are never changed."""
+    return argparse.Namespace(**(vars(args) | changes))
+
+
 def positive_int(text: str) -> int:
     try:
         v = int(text)

@@ -76,14 +76,14 @@ def run(args) -> int:
 
     check_output(args.output, inputs=[args.file, args.partition])
     problem, source = load_input(args)
-    why = "--methods"
-    if args.methods is None:
+    why, given = "--methods", args.methods
+    if given is None:
         from jaxplace.bounds import DEFAULT_METHODS
         from jaxplace.bounds.registry import choose_methods
 
         chosen, why = choose_methods(problem, DEFAULT_METHODS[1:])
-        args.methods = ",".join(chosen)
-    methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+        given = ",".join(chosen)
+    methods = [m.strip() for m in given.split(",") if m.strip()]
     if not methods:
         raise JaxplaceError("no methods given", field="--methods")
     if not (args.time_limit > 0) or math.isnan(args.time_limit):

@@ -19,6 +19,7 @@ from jaxplace.cli.args import (
     load_input,
     positive_int,
     seconds,
+    settled,
 )
 from jaxplace.errors import JaxplaceError
 
@@ -217,11 +218,11 @@ def run(args) -> int:
             from jaxplace.cli.partition_hetero import run_hetero
 
             return run_hetero(args, cluster)
-        throughput_cluster_k(args)
+        args = settled(args, k=throughput_cluster_k(args))
     if args.noncontiguous:
         from jaxplace.cli.partition_noncontiguous import check_args, report
 
-        check_args(args)
+        args = check_args(args)
     check_output(args.output, inputs=[args.file])
     t_start = time.perf_counter()
     problem, source = load_input(args)
@@ -262,7 +263,7 @@ def run(args) -> int:
             cert = _certify(problem, best.assignment, args, runner, remaining)
             timings["certify_s"] = time.perf_counter() - tc
         if cert is not None:
-            if cert.lower_bound > lower:
+            if cert.lower_bound >= lower:  # ties: the ladder the user asked for
                 lower, label = cert.lower_bound, f"certify: {cert.method}"
                 proved_by = cert.method if cert.optimal else proved_by
             if cert.partition is not None and cert.upper_bound < cost.bottleneck:

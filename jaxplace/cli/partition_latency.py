@@ -24,16 +24,16 @@ def load_cluster_arg(args):
     return load_cluster(args.cluster)
 
 
-def throughput_cluster_k(args) -> None:
-    """--objective throughput with --cluster: only identical devices and links, which
-    set -k to the device count (the cost parameters stay those of the graph/flags)."""
+def throughput_cluster_k(args) -> int | None:
+    """-k for --objective throughput with --cluster: only identical devices and links,
+    whose device count is k unless -k is given (the cost parameters stay those of the
+    graph/flags)."""
     c = load_cluster_arg(args)
     if not c.is_uniform:
         raise JaxplaceError("throughput needs identical devices and links; use "
                             "--objective latency for this cluster", source=args.cluster,
                             field="devices")
-    if args.k is None:
-        args.k = c.num_devices
+    return c.num_devices if args.k is None else args.k
 
 
 def _problem(args):
@@ -72,16 +72,16 @@ def _incumbent(problem, x, evaluations: int):
     return best, method, evaluations
 
 
-def _certify(inst, sched, lb: float, args):
+def _certify(inst, sched, lb: float, args, seconds: float):
     """(schedule, lower bound, certificate dict): MOIRAI's MILP on HiGHS, warm-started
     from the search's schedule, for --certify-time seconds; its dual bound (and the
     cheap bounds) certify, and a better MILP incumbent replaces the schedule."""
     from jaxplace.latency.milp import latency_lower_bound, solve_moirai
 
     cheap = max(lb, latency_lower_bound(inst))
-    print(f"certify: MOIRAI MILP, {args.certify_time:g} s, warm start "
+    print(f"certify: MOIRAI MILP, {seconds:g} s, warm start "
           f"{sched.makespan * 1e3:.6g} ms", file=sys.stderr, flush=True)
-    r = solve_moirai(inst, time_limit=args.certify_time, warm_start=sched,
+    r = solve_moirai(inst, time_limit=seconds, warm_start=sched,
                      threads=args.threads)
     improved = r.schedule is not None and r.makespan < sched.makespan * (1 - 1e-9)
     best = r.schedule if improved else sched
@@ -97,18 +97,20 @@ def _certify(inst, sched, lb: float, args):
 
 def run_latency(args) -> int:
     from jaxplace.cli.args import check_output
+    from jaxplace.cli.cmd_partition import search_limit
     from jaxplace.cli.runner import Runner
     from jaxplace.formats import save_result
     from jaxplace.latency.baselines import eft_greedy
     from jaxplace.latency.reference import critical_path, lower_bound
     from jaxplace.latency.summary import device_table
 
+    t0 = time.perf_counter()
     check_output(args.output, inputs=[args.file])
     problem, source = _problem(args)
     inst = problem.latency
-    t0 = time.perf_counter()
     with Runner(quiet=args.quiet) as runner:
-        found, stopped = runner.search(problem, args, lambda x, ev: _incumbent(problem, x, ev))
+        found, stopped = runner.search(problem, args, lambda x, ev: _incumbent(problem, x, ev),
+                                       time_limit=search_limit(args))
         if found is None:
             print("jaxplace: interrupted before a first solution was found; nothing "
                   "written", file=sys.stderr)
@@ -129,7 +131,11 @@ def run_latency(args) -> int:
         lb, cp, eft = lower_bound(inst), critical_path(inst), eft_greedy(inst).makespan
         cert = None
         if args.certify and not runner.interrupted:
-            sched, lb, cert = _certify(inst, sched, lb, args)
+            seconds = args.certify_time
+            if args.time_limit is not None:  # the limit covers the whole command
+                left = args.time_limit - (time.perf_counter() - t0)
+                seconds = max(min(seconds, left), 0.5)
+            sched, lb, cert = _certify(inst, sched, lb, args, seconds)
             if cert["improved"]:
                 method = f"{method} + milp"
         print(f"makespan {sched.makespan * 1e3:.6g} ms   critical path {cp * 1e3:.6g} ms   "

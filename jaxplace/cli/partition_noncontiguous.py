@@ -9,9 +9,11 @@ import sys
 from jaxplace.errors import JaxplaceError
 
 
-def check_args(args) -> None:
-    """--noncontiguous runs --method noncontiguous, with a default time limit; it does
-    not combine with --certify (whose bounds hold for contiguous splits only)."""
+def check_args(args):
+    """The arguments of --noncontiguous, settled: --method noncontiguous, with a
+    default time limit; it does not combine with --certify (whose bounds hold for
+    contiguous splits only)."""
+    from jaxplace.cli.args import settled
     from jaxplace.exact.noncontiguous import DEFAULT_TIME_LIMIT
 
     if args.method not in (None, "noncontiguous"):
@@ -23,9 +25,9 @@ def check_args(args) -> None:
     if getattr(args, "cluster", None) or args.objective != "throughput":
         raise JaxplaceError("applies to the throughput objective without a cluster",
                             field="--noncontiguous")
-    args.method = "noncontiguous"
-    if args.time_limit is None:
-        args.time_limit = DEFAULT_TIME_LIMIT
+    return settled(args, method="noncontiguous",
+                   time_limit=DEFAULT_TIME_LIMIT if args.time_limit is None
+                   else args.time_limit)
 
 
 def report(problem, source: str, found, args, runner) -> int:

@@ -130,21 +130,24 @@ class Runner:
             raise box["error"]
         return box.get("value")
 
-    def search(self, problem, args, incumbent: Callable[[Any, int], Any]):
+    def search(self, problem, args, incumbent: Callable[[Any, int], Any], *,
+               time_limit: float | None = None):
         """(found, stopped) of `jaxplace.search(problem, args.method, ...)` with the
         command's budget, seed and time limit, run under this runner. found: the
         Result, else `incumbent(best_x, evaluations)` of the last progress report after
         Ctrl-C or the time limit, else None; stopped: why the search ended early
-        ("interrupted", "time limit", "stopped early") or None."""
+        ("interrupted", "time limit", "stopped early") or None. `time_limit`: the
+        search's share of the command's --time-limit (default: all of it)."""
         from jaxplace.search import StopRule, search
         from jaxplace.search.request import problem_lower_bound
 
+        limit = args.time_limit if time_limit is None else time_limit
         kw = {"budget": args.budget, "seed": args.seed, "progress": False,
-              "stop": StopRule(time_limit=args.time_limit, cancel=self.cancel),
+              "stop": StopRule(time_limit=limit, cancel=self.cancel),
               "observer": self.observe}
         try:
             res = self.call(lambda: search(problem, args.method, **kw), desc="search",
-                            deadline=args.time_limit,
+                            deadline=limit,
                             lower_bound=problem_lower_bound(problem))
         except Stopped as stop:
             x = getattr(stop.latest, "best_x", None)
