@@ -168,7 +168,7 @@ def print_summary(doc: dict) -> None:
 
 
 def run(args) -> int:
-    from jaxplace.formats._json import write_json
+    from jaxplace.jsonio import write_json
     from jaxplace.spatial.api import plan_spatial, to_json
 
     check_output(args.output, inputs=[args.model])

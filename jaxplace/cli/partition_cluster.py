@@ -35,8 +35,8 @@ def run_config_on_cluster(args, cluster) -> int:
 
     from jaxplace.cli.args import check_output
     from jaxplace.formats import read_json
-    from jaxplace.formats._json import write_json
     from jaxplace.formats.results import FORMAT
+    from jaxplace.jsonio import write_json
     from jaxplace.llm import cluster_split, layer_graph
     from jaxplace.llm.workload import workload_options
 

@@ -88,7 +88,7 @@ def result_dict(problem, part, sc, *, method: str, lower_bound: float, source: s
 def run_hetero(args, cluster) -> int:
     from jaxplace.cli.args import check_output
     from jaxplace.cli.runner import Runner
-    from jaxplace.formats._json import write_json
+    from jaxplace.jsonio import write_json
     from jaxplace.hetero.bound import lower_bound
     from jaxplace.hetero.reference import decode, evaluate_stages
     from jaxplace.hetero.search import speed_keys

@@ -146,7 +146,7 @@ def cluster_from_dict(data: Any, source: str = "cluster") -> Cluster:
 
 def load_cluster(path: str | os.PathLike) -> Cluster:
     """Read a cluster file, or a shipped example by name (`example_names()`)."""
-    from jaxplace.formats._json import read_json
+    from jaxplace.jsonio import read_json
 
     source = str(path)
     if not Path(source).exists() and (EXAMPLES_DIR / f"{source}.json").exists():

@@ -12,11 +12,11 @@ from pathlib import Path
 import numpy as np
 
 from jaxplace.errors import JaxplaceError
-from jaxplace.formats._json import read_json, write_json
 from jaxplace.formats.neurips import is_neurips, read_neurips
 from jaxplace.formats.nodelink import is_nodelink, nodelink_data, read_nodelink
 from jaxplace.formats.results import load_assignment, result_dict, save_result
 from jaxplace.graph import CompGraph
+from jaxplace.jsonio import read_json, write_json
 from jaxplace.problem import Problem
 
 MODEL_SUFFIXES = (".onnx",)

@@ -9,7 +9,7 @@ import numpy as np
 
 from jaxplace.cost import evaluate_partition, simple_lower_bound
 from jaxplace.errors import JaxplaceError
-from jaxplace.formats._json import read_json, write_json
+from jaxplace.jsonio import read_json, write_json
 from jaxplace.problem import Problem
 
 FORMAT = "jaxplace-result/1"
@@ -103,6 +103,8 @@ def result_dict(problem: Problem, partition, *, method: str | None = None,
         out["virtual_pieces"] = schedule.to_dict(problem, renumber)
     model = _source_model(source_file, source)
     if model is not None:
+        if g.meta.get("dim_values"):  # the symbolic dimensions the import used
+            model["dims"] = dict(g.meta["dim_values"])
         out["source_model"] = model
     out.update(extra or {})
     return out
