@@ -194,9 +194,9 @@ def test_exported_stages_reproduce_the_model(cnn_file, tmp_path, k, capsys):
     data = json.loads(result.read_text())
     assert data["source_model"]["sha256"] and data["source_model"]["path"]
     out = tmp_path / "stages"
-    assert main(["export", str(result), "--to", "onnx", "-o", str(out), "--dim",
-                 "N=2"]) == 0
+    assert main(["export", str(result), "--to", "onnx", "-o", str(out)]) == 0
     plan = json.loads((out / "plan.json").read_text())
+    assert plan["dims"] == {"N": 2} == data["source_model"]["dims"]  # as partitioned
     used = len({b for b in data["assignment"]})
     assert plan["num_stages"] == used and used >= 2
     placed = [op for st in plan["stages"] for op in st["ops"]]

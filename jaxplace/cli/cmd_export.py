@@ -33,7 +33,8 @@ def add_arguments(p) -> None:
                         "result records; its sha256 must match)")
     p.add_argument("--dim", action="append", default=[], metavar="NAME=VALUE",
                    help="value of a symbolic ONNX dimension for the tensor bytes in the "
-                        "plan, e.g. --dim batch=8 (repeatable; others 1)")
+                        "plan, e.g. --dim batch=8 (repeatable; default: the values the "
+                        "partition used, others 1)")
 
 
 def run(args) -> int:

@@ -29,7 +29,8 @@ def neutral_plan(result: Mapping, result_path: str = "result", *,
     plan = {"format": FORMAT, "source": result.get("source"),
             "objective": result.get("objective", "throughput"),
             "k": result.get("k"), "num_stages": len(blocks)}
-    tensors = _model_tensors(result, result_path, model, dim_values, op_block)
+    dims = {**((result.get("source_model") or {}).get("dims") or {}), **(dim_values or {})}
+    tensors = _model_tensors(result, result_path, model, dims, op_block)
     if tensors is None:
         tensors = _graph_tensors(result, op_block)
     order = tensors.pop("order", None) if tensors else None

@@ -339,6 +339,7 @@ def export_result_onnx(result_path: str, out_dir: str, *, model: str | None = No
         raise JaxplaceError("a non-contiguous split (virtual pieces) has no runnable "
                             "stage files: partition without --noncontiguous",
                             source=result_path)
+    dims = {**((result.get("source_model") or {}).get("dims") or {}), **(dim_values or {})}
     return export_onnx_stages(path, result_op_blocks(result, result_path), out_dir,
-                              devices=result_devices(result), dim_values=dim_values,
+                              devices=result_devices(result), dim_values=dims,
                               provenance=prov, source=result_path)

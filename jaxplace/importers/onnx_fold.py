@@ -69,6 +69,7 @@ class FoldedModel:
     defaulted_dims: list[str]
     opset: int
     source: str | None = None
+    dim_values: dict[str, int] = field(default_factory=dict)  # as given
     failed: dict[str, str] = field(default_factory=dict)  # op type -> why not evaluated
 
 
@@ -158,7 +159,7 @@ def fold(model, dim_values: dict[str, int] | None = None, default_dim: int = 1,
     g = work.graph
     opset = default_opset(work)
     folded = FoldedModel(work, node_names(g), [], set(), {}, {}, sorted(defaulted), opset,
-                         source)
+                         source, dict(dim_values or {}))
     base_dir = os.path.dirname(source) if source else ""
     for init in g.initializer:
         folded.const.add(init.name)

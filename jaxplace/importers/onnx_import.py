@@ -153,7 +153,8 @@ def _convert(folded: FoldedModel, dev, source) -> CompGraph:
                 env[o] = ("t", tid)
     meta = {"source": "onnx", "name": g.name or (os.path.basename(source) if source else
                                                   "onnx"),
-            "defaulted_dims": folded.defaulted_dims, "unknown_ops": sorted(unknown),
+            "defaulted_dims": folded.defaulted_dims, "dim_values": dict(folded.dim_values),
+            "unknown_ops": sorted(unknown),
             "unknown_rule": UNKNOWN_RULE, "opset": folded.opset,
             "onnx_nodes": len(g.node), "folded_nodes": len(g.node) - len(folded.compute),
             "unshaped_tensors": sorted(unshaped),
