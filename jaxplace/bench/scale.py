@@ -77,9 +77,9 @@ def _worker(spec: str) -> None:
                   progress=False)
     wall = time.perf_counter() - t0
     info = r.info
-    levels = {}
+    levels = {}  # by level index, 0 the finest (sizes vary a little between cycles)
     for row in info["per_level"]:
-        d = levels.setdefault(row["size"], [0, 0.0])
+        d = levels.setdefault(row["level"], [0, 0.0])
         d[0] += row["evaluations"]
         d[1] += row["seconds"]
     coarse = info.get("coarse")
@@ -165,9 +165,11 @@ def run(args) -> int:
     ks = [int(s) for s in str(args.k).split(",") if s]
     fams = [s.strip() for s in str(args.families).split(",") if s.strip()]
     head = ("family", "n", "k", "dfs", "lb", "multilevel", "/dfs", "/lb", "wall_s",
-            "rss_MB", "coarse_ev/s", "refine_ev/s by level (size:rate)", "peer", "peer_ev",
+            "rss_MB", "levels", "coarse_ev/s", "refine_ev/s by level (L0 finest)", "peer", "peer_ev",
             "ml/peer")
     print(" | ".join(head))
+    print("(levels: the first V-cycle's level sizes; coarse_ev/s 0: the coarse search "
+          "was abandoned past its time share; peer '-': no generation finished)")
     for fam in fams:
         for n in sizes:
             for k in ks:
@@ -177,14 +179,16 @@ def run(args) -> int:
                 peer = {"cost": None, "evaluations": 0}
                 if not args.no_peer:
                     peer = run_peer(make_problem(fam, n, k), res["wall"], args.seed)
-                rates = " ".join(f"{s}:{v:.0f}" for s, v in
+                rates = " ".join(f"L{s}:{v:.0f}" for s, v in
                                  sorted(res["level_rates"].items(), key=lambda x: int(x[0])))
                 ratio = None if peer["cost"] is None else res["cost"] / peer["cost"]
                 row = (fam, str(res["n"]), str(k), _fmt(res["first"], ".6g"),
                        _fmt(res["lb"], ".6g"), _fmt(res["cost"], ".6g"),
                        _fmt(res["cost"] / res["first"], ".4f"),
                        _fmt(res["cost"] / res["lb"], ".4f"), _fmt(res["wall"], ".1f"),
-                       _fmt(res["rss_mb"], ".0f"), _fmt(res["coarse_rate"], ".0f"), rates,
+                       _fmt(res["rss_mb"], ".0f"),
+                       ">".join(map(str, res["levels"])), _fmt(res["coarse_rate"], ".0f"),
+                       rates,
                        _fmt(peer["cost"], ".6g"), str(peer["evaluations"]),
                        _fmt(ratio, ".4f"))
                 print(" | ".join(row), flush=True)
