@@ -159,8 +159,19 @@ class Throughput(Objective):
                       interrupted=interrupted, info=info or {})
 
     def default_search(self, req):
+        """Graphs of at least `MULTILEVEL_MIN_NODES` ops without CPU blocks go to the
+        multilevel search (coarsen, search the coarsest level, refine), the others to
+        the flat compiled search (`throughput_search`)."""
+        import dataclasses
+
+        from jaxplace.multilevel import MULTILEVEL_MIN_NODES, multilevel_search
         from jaxplace.search.default import throughput_search
 
+        p = req.problem
+        if p.n >= MULTILEVEL_MIN_NODES and p.cpus == 0 and bool(p.supported.all()):
+            res = multilevel_search(req)
+            return dataclasses.replace(res, method="default",
+                                       info={**res.info, "found_by": "multilevel"})
         return throughput_search(req)
 
 
