@@ -107,10 +107,14 @@ class Objective:
     # -- search --------------------------------------------------------------------
     def check_search_method(self, method: str) -> None:
         """Raise JaxplaceError unless search `method` applies to this objective."""
-        if self.search_methods is not None and method not in self.search_methods:
+        allowed = self.search_methods
+        if allowed is not None and method not in allowed:
+            own = sorted(m for m in allowed if m == m.lower())  # evosax names are not
+            more = len(allowed) - len(own)
             raise JaxplaceError(
                 f"method {method!r} does not apply to {self.label} (objective "
-                f"{self.name!r}); choose one of {', '.join(sorted(self.search_methods))}",
+                f"{self.name!r}); choose one of {', '.join(own)}"
+                + (f" or one of the {more} evosax algorithms" if more else ""),
                 field="method")
 
     def check_bound_methods(self, methods) -> tuple[str, ...]:
