@@ -1,7 +1,10 @@
-"""One HiGHS solve of a model given as plain arrays (numpy and highspy only).
+"""HiGHS for every jaxplace MIP and LP: one solve of a model given as plain arrays,
+the options, model loading and result reading shared by the solvers that drive HiGHS
+themselves, and the process-wide task scheduler record (numpy and highspy only).
 
-Kept free of other jaxplace imports so that `worker` (bottleneck-guess runs its k
-solves in parallel processes) needs nothing else from the package.
+The one owner of these internals for `bounds`, `exact` and `latency`. Kept free of other
+jaxplace imports so that `bounds.worker` (bottleneck-guess runs its k solves in parallel
+processes) needs nothing else from the package.
 """
 
 from __future__ import annotations
@@ -56,29 +59,30 @@ class HighsScheduler:
 SCHEDULER = HighsScheduler()
 
 
-def _set(h: highspy.Highs, name: str, value) -> None:
+def set_option(h: highspy.Highs, name: str, value) -> None:
+    """Set one HiGHS option; a rejected option is a bug (RuntimeError), not a user error."""
     if h.setOptionValue(name, value) != highspy.HighsStatus.kOk:
         raise RuntimeError(f"HiGHS rejected option {name}={value!r}")
 
 
-def _new_highs(*, relax: bool, time_limit: float, threads: int, mip_rel_gap: float,
-               objective_bound: float | None, scale: float, seed: int) -> highspy.Highs:
+def new_highs(*, relax: bool, time_limit: float, threads: int, mip_rel_gap: float,
+              objective_bound: float | None, scale: float, seed: int) -> highspy.Highs:
     """A silent Highs instance with the solve's options set (each one checked)."""
     h = highspy.Highs()
-    _set(h, "output_flag", False)
-    _set(h, "threads", threads)
-    _set(h, "random_seed", int(seed))
+    set_option(h, "output_flag", False)
+    set_option(h, "threads", threads)
+    set_option(h, "random_seed", int(seed))
     if time_limit is not None and np.isfinite(time_limit):
-        _set(h, "time_limit", float(max(time_limit, 1e-3)))
+        set_option(h, "time_limit", float(max(time_limit, 1e-3)))
     if not relax:
-        _set(h, "mip_rel_gap", float(mip_rel_gap))
-        _set(h, "mip_abs_gap", 0.0)
+        set_option(h, "mip_rel_gap", float(mip_rel_gap))
+        set_option(h, "mip_abs_gap", 0.0)
     if objective_bound is not None and np.isfinite(objective_bound):
-        _set(h, "objective_bound", float(objective_bound / scale))
+        set_option(h, "objective_bound", float(objective_bound / scale))
     return h
 
 
-def _load(h: highspy.Highs, a: dict, integrality: np.ndarray) -> None:
+def load_arrays(h: highspy.Highs, a: dict, integrality: np.ndarray) -> None:
     """passModel of rowwise CSR arrays (one flat call: the fast path)."""
     st = h.passModel(len(a["cost"]), len(a["row_lo"]), len(a["value"]),
                      int(highspy.MatrixFormat.kRowwise), int(highspy.ObjSense.kMinimize),
@@ -130,7 +134,7 @@ class _Recorder:
             h.cbMipInterrupt -= self.on_tick
 
 
-def _read_lp(h: highspy.Highs, *, scale: float, z_floor: float, exact_lp: bool):
+def read_lp(h: highspy.Highs, *, scale: float, z_floor: float, exact_lp: bool):
     """(bound, primal, col_value) of a solved LP; the bound is valid at any status."""
     ms = h.getModelStatus()
     info = h.getInfo()
@@ -143,8 +147,8 @@ def _read_lp(h: highspy.Highs, *, scale: float, z_floor: float, exact_lp: bool):
     return z_floor, np.inf, None  # stopped early: its objective means nothing
 
 
-def _read_mip(h: highspy.Highs, *, scale: float, z_floor: float,
-              objective_bound: float | None):
+def read_mip(h: highspy.Highs, *, scale: float, z_floor: float,
+             objective_bound: float | None):
     """(bound, primal, gap, nodes, col_value) of a MIP; the dual bound is always valid."""
     info = h.getInfo()
     has = info.primal_solution_status == 2
@@ -174,13 +178,13 @@ def solve_arrays(arrays: dict, *, relax: bool, time_limit: float, threads: int =
     """
     threads = max(1, int(threads))
     SCHEDULER.use(threads)
-    h = _new_highs(relax=relax, time_limit=time_limit, threads=threads,
-                   mip_rel_gap=mip_rel_gap, objective_bound=objective_bound, scale=scale,
-                   seed=seed)
+    h = new_highs(relax=relax, time_limit=time_limit, threads=threads,
+                  mip_rel_gap=mip_rel_gap, objective_bound=objective_bound, scale=scale,
+                  seed=seed)
     integ = arrays["integrality"] if not relax else np.zeros_like(arrays["integrality"])
     exact_lp = not relax and not integ.any()  # no integer column: the LP is the problem
     relax = relax or exact_lp
-    _load(h, arrays, integ)
+    load_arrays(h, arrays, integ)
     ncol = len(arrays["cost"])
     if start is not None and not relax:
         h.setSolution(ncol, np.arange(ncol, dtype=np.int32), np.asarray(start, np.float64))
@@ -193,19 +197,21 @@ def solve_arrays(arrays: dict, *, relax: bool, time_limit: float, threads: int =
     elapsed = time.perf_counter() - t0
     status = h.modelStatusToString(h.getModelStatus())
     if relax:
-        bound, primal, col = _read_lp(h, scale=scale, z_floor=z_floor, exact_lp=exact_lp)
+        bound, primal, col = read_lp(h, scale=scale, z_floor=z_floor, exact_lp=exact_lp)
         gap, nodes = np.inf, 0
     else:
-        bound, primal, gap, nodes, col = _read_mip(h, scale=scale, z_floor=z_floor,
-                                                   objective_bound=objective_bound)
+        bound, primal, gap, nodes, col = read_mip(h, scale=scale, z_floor=z_floor,
+                                                  objective_bound=objective_bound)
         rec.history.append((elapsed, float(primal), float(bound)))
     return SolveResult(status=status, bound=float(bound), primal=float(primal), gap=gap,
                        time=elapsed, nodes=nodes, col_value=col, history=rec.history)
 
 
 def result_to_dict(res: SolveResult) -> dict:
+    """A SolveResult as a picklable dict (the worker's reply)."""
     return asdict(res)
 
 
 def result_from_dict(d: dict) -> SolveResult:
+    """The inverse of `result_to_dict`."""
     return SolveResult(**d)

@@ -151,7 +151,7 @@ def skipped(method: BoundMethod, why: str) -> MethodResult:
 
 
 def from_solve(method: BoundMethod, res, model, elapsed: float, **extra) -> MethodResult:
-    """MethodResult of one HiGHS solve (`_highs.SolveResult`) of one `BlockModel`."""
+    """MethodResult of one HiGHS solve (`jaxplace.highs.SolveResult`) of one `BlockModel`."""
     lp = method.kind == "lp"
     return MethodResult(method.name, res.bound, res.status, elapsed,
                         gap=None if lp else _num(res.gap), kind=method.kind,

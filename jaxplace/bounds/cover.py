@@ -34,9 +34,9 @@ from dataclasses import dataclass, field
 import highspy
 import numpy as np
 
-from jaxplace.bounds._highs import INF, SCHEDULER, _set, solve_arrays
 from jaxplace.bounds.base import BoundContext, MethodResult, skipped, unmodelled
 from jaxplace.cost import quotient_order, simple_lower_bound
+from jaxplace.highs import INF, SCHEDULER, set_option, solve_arrays
 from jaxplace.problem import Problem
 from jaxplace.units import ordering_edges
 
@@ -189,11 +189,11 @@ class _Pricer:
         ncol, start, index, value, lo, hi, col_hi, integ = self.arrays
         n = self.n
         h = highspy.Highs()
-        _set(h, "output_flag", False)
-        _set(h, "threads", 1)
-        _set(h, "random_seed", self.seed)
-        _set(h, "mip_rel_gap", 1e-6)
-        _set(h, "time_limit", float(max(time_limit, 1e-2)))
+        set_option(h, "output_flag", False)
+        set_option(h, "threads", 1)
+        set_option(h, "random_seed", self.seed)
+        set_option(h, "mip_rel_gap", 1e-6)
+        set_option(h, "time_limit", float(max(time_limit, 1e-2)))
         cost = np.zeros(ncol)
         cost[:n] = -pi  # min -pi.x
         hi = hi.copy()
@@ -254,8 +254,8 @@ class _Master:
     def __init__(self, n: int):
         self.n = n
         h = highspy.Highs()
-        _set(h, "output_flag", False)
-        _set(h, "threads", 1)
+        set_option(h, "output_flag", False)
+        set_option(h, "threads", 1)
         ones = np.ones(n)
         st = h.passModel(n, n, n, int(highspy.MatrixFormat.kColwise),
                          int(highspy.ObjSense.kMinimize), 0.0, ones * ART_COST,

@@ -25,7 +25,6 @@ from pathlib import Path
 
 import numpy as np
 
-from jaxplace.bounds._highs import result_from_dict
 from jaxplace.bounds._model import (
     BlockModel,
     BlockSpec,
@@ -35,6 +34,7 @@ from jaxplace.bounds._model import (
 )
 from jaxplace.bounds.base import BoundContext, MethodResult, Relaxable, skipped, unmodelled
 from jaxplace.cost import simple_lower_bound
+from jaxplace.highs import result_from_dict
 from jaxplace.problem import Problem
 
 WORKER_MODULE = "jaxplace.bounds.worker"

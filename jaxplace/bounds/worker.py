@@ -3,7 +3,8 @@ result dict on stdout.
 
 Started by bottleneck-guess as `python -m jaxplace.bounds.worker` with the parent's
 interpreter (`sys.executable`), one process per solve, because HiGHS's thread count
-is process-wide (see `_highs.HighsScheduler`). Uses only `_highs` (numpy, highspy).
+is process-wide (see `jaxplace.highs.HighsScheduler`). Uses only `jaxplace.highs`
+(numpy, highspy).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import pickle
 import sys
 
-from jaxplace.bounds._highs import result_to_dict, solve_arrays
+from jaxplace.highs import result_to_dict, solve_arrays
 
 
 def main() -> None:

@@ -88,10 +88,10 @@ def result_dict(problem, part, sc, *, method: str, lower_bound: float, source: s
 def run_hetero(args, cluster) -> int:
     from jaxplace.cli.args import check_output
     from jaxplace.cli.runner import Runner
-    from jaxplace.jsonio import write_json
     from jaxplace.hetero.bound import lower_bound
     from jaxplace.hetero.reference import decode, evaluate_stages
     from jaxplace.hetero.search import speed_keys
+    from jaxplace.jsonio import write_json
     from jaxplace.search.baselines import dfs_order, order_to_priorities
 
     if getattr(args, "certify", False):  # the load bound is all there is (yet)

@@ -455,19 +455,19 @@ class _Solve:
             heuristic_effort=None):
         import highspy
 
-        from jaxplace.bounds._highs import SCHEDULER, _load, _new_highs, _read_mip
+        from jaxplace.highs import SCHEDULER, load_arrays, new_highs, read_mip
 
         m = self.m
         threads = max(1, int(threads))
         SCHEDULER.use(threads)
-        h = _new_highs(relax=False, time_limit=time_limit, threads=threads,
-                       mip_rel_gap=mip_rel_gap, objective_bound=cutoff, scale=m.scale,
-                       seed=seed)
+        h = new_highs(relax=False, time_limit=time_limit, threads=threads,
+                      mip_rel_gap=mip_rel_gap, objective_bound=cutoff, scale=m.scale,
+                      seed=seed)
         if heuristic_effort is not None and h.setOptionValue(
                 "mip_heuristic_effort", float(heuristic_effort)) != highspy.HighsStatus.kOk:
             raise JaxplaceError(f"HiGHS rejected {heuristic_effort!r}",
                                 field="heuristic_effort")
-        _load(h, m.arrays, m.arrays["integrality"])
+        load_arrays(h, m.arrays, m.arrays["integrality"])
         if start is not None:
             h.setSolution(m.ncol, np.arange(m.ncol, dtype=np.int32), start)
         h.cbMipImprovingSolution += self.on_solution
@@ -479,8 +479,8 @@ class _Solve:
             h.cbMipImprovingSolution -= self.on_solution
             h.cbMipInterrupt -= self.on_tick
         status = h.modelStatusToString(h.getModelStatus())
-        bound, primal, _, nodes, col = _read_mip(h, scale=m.scale, z_floor=m.z_lb,
-                                                 objective_bound=cutoff)
+        bound, primal, _, nodes, col = read_mip(h, scale=m.scale, z_floor=m.z_lb,
+                                                objective_bound=cutoff)
         self.history.append((time.perf_counter() - self.t0, float(primal), float(bound)))
         return status, bound, nodes, col
 

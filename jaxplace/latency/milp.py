@@ -321,7 +321,7 @@ def solve_built(inst, m: ModelBuilder, cols, *, scale, lb, best, time_limit, thr
     the latency optimum; the contiguous IP's bound bounds its own model only, which
     the decoded (possibly shorter) schedule does not bound, so it stays unclipped.
     """
-    from jaxplace.bounds._highs import solve_arrays  # highspy loads on first use
+    from jaxplace.highs import solve_arrays  # highspy loads on first use
 
     arrays = m.arrays()
     start = None
@@ -354,7 +354,7 @@ def solve_moirai(inst: LatencyInstance, time_limit: float = 60.0,
         warm_start: a valid schedule (else JaxplaceError). The shorter of it and the
             greedy schedule (`_events.greedy_schedule`) is the MIP start, given to
             HiGHS with setSolution, and its makespan is the big-M H.
-        threads: HiGHS threads (process-wide, see bounds._highs.HighsScheduler).
+        threads: HiGHS threads (process-wide, see jaxplace.highs.HighsScheduler).
         mip_rel_gap: relative gap at which HiGHS stops.
     """
     t0 = time.perf_counter()
