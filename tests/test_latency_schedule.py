@@ -70,7 +70,7 @@ def _check_schedule(inst, s):
 def test_imported_graph_units():
     """Tensor link-times in us on the import profile turn back into bytes; op times are
     the roofline of each device profile."""
-    from jaxplace.importers._builder import GraphBuilder
+    from jaxplace.importers.builder import GraphBuilder
     from jaxplace.importers.devices import get_device
     from jaxplace.importers.roofline import op_time
 

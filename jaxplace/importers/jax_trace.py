@@ -43,7 +43,7 @@ import numpy as np
 from jaxplace.errors import JaxplaceError
 from jaxplace.graph import CompGraph
 from jaxplace.importers import roofline as rl
-from jaxplace.importers._builder import GraphBuilder
+from jaxplace.importers.builder import GraphBuilder
 from jaxplace.importers.devices import DeviceProfile, get_device
 
 _CALL_KEYS = ("jaxpr", "call_jaxpr", "fun_jaxpr")

@@ -32,7 +32,7 @@ from typing import Any
 from jaxplace.errors import JaxplaceError
 from jaxplace.graph import CompGraph
 from jaxplace.importers import roofline as rl
-from jaxplace.importers._builder import GraphBuilder
+from jaxplace.importers.builder import GraphBuilder
 from jaxplace.importers.devices import DeviceProfile, get_device
 from jaxplace.importers.onnx_fold import (
     FoldedModel,

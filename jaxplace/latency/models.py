@@ -4,7 +4,7 @@ They mimic what an ONNX export of the models gives (one node per ONNX op: GPT's 
 norms and GELU decomposed into elementwise ops as in GPT-2 exports, Swin's window
 partition/reverse as Reshape/Transpose, the fused QKV projection as MatMul + Split with
 three output tensors) and are costed like imported graphs
-(`jaxplace.importers._builder.GraphBuilder`, roofline on `device`), so
+(`jaxplace.importers.builder.GraphBuilder`, roofline on `device`), so
 `jaxplace.latency.times.instance_from` recomputes every op's time per cluster device
 from the `flops` / `bytes_moved` attributes. Sizes follow MOIRAI's Table IV (Zhang et
 al. 2023): GPT-3 330M = 24 layers, hidden 1024, 16 heads, 2048 tokens (~1,200 ops);
@@ -25,7 +25,7 @@ class _Model:
     """Adds ops with roofline FLOPs and bytes (inputs + weights + outputs)."""
 
     def __init__(self, device: str, dtype: str):
-        from jaxplace.importers._builder import GraphBuilder
+        from jaxplace.importers.builder import GraphBuilder
         from jaxplace.importers.devices import get_device
 
         self.dev = get_device(device)
