@@ -13,7 +13,6 @@ from onnx import TensorProto, helper, numpy_helper
 from onnx_models import PATTERNS, cnn, single
 
 import jaxplace as jp
-from jaxplace import JaxplaceError
 from jaxplace.importers import device_names, from_onnx, get_device
 
 ort = pytest.importorskip("onnxruntime")

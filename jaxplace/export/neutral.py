@@ -12,6 +12,9 @@ import os
 from collections.abc import Mapping
 
 from jaxplace.errors import JaxplaceError
+from jaxplace.export.onnx_stages import cut_stages, find_model, result_devices, result_op_blocks
+from jaxplace.formats import load_graph
+from jaxplace.importers.onnx_fold import fold, itemsize, load_model, require_onnx
 
 FORMAT = "jaxplace-plan/1"
 
@@ -20,8 +23,6 @@ def neutral_plan(result: Mapping, result_path: str = "result", *,
                  model: str | None = None,
                  dim_values: Mapping[str, int] | None = None) -> dict:
     """The neutral plan of a result dict (see the module docstring)."""
-    from jaxplace.export.onnx_stages import result_devices, result_op_blocks
-
     op_block = result_op_blocks(result, result_path)
     devices = result_devices(result)
     stats = {int(b["block"]): b for b in result.get("blocks", ())}
@@ -56,9 +57,6 @@ def neutral_plan(result: Mapping, result_path: str = "result", *,
 
 
 def _model_tensors(result, result_path, model, dim_values, op_block):
-    from jaxplace.export.onnx_stages import cut_stages, find_model
-    from jaxplace.importers.onnx_fold import fold, itemsize, load_model, require_onnx
-
     try:
         path, _ = find_model(result, result_path, model)
     except JaxplaceError:
@@ -94,8 +92,6 @@ def _graph_tensors(result, op_block):
     if not isinstance(src, str) or not os.path.isfile(src) or \
             src.lower().endswith(".onnx") or "original_ops" in result:
         return None
-    from jaxplace.formats import load_graph
-
     try:
         g = load_graph(src)
     except JaxplaceError:

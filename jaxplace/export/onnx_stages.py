@@ -22,6 +22,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from jaxplace.errors import JaxplaceError
+from jaxplace.formats import read_json
+from jaxplace.formats.results import model_provenance
 from jaxplace.importers.onnx_fold import (
     fold,
     itemsize,
@@ -300,8 +302,6 @@ def find_model(result: Mapping, result_path: str, model: str | None = None) -> t
     """(path, provenance) of the model a result came from: `model` if given, else the
     path the result records (absolute, or relative to the result file). The file's
     sha256 must match the one recorded."""
-    from jaxplace.formats.results import model_provenance
-
     rec = result.get("source_model") or {}
     path = model or rec.get("path")
     if path is None:
@@ -329,8 +329,6 @@ def find_model(result: Mapping, result_path: str, model: str | None = None) -> t
 def export_result_onnx(result_path: str, out_dir: str, *, model: str | None = None,
                        dim_values: Mapping[str, int] | None = None) -> dict:
     """Runnable ONNX stages of a result JSON (see `export_onnx_stages`)."""
-    from jaxplace.formats import read_json
-
     result = read_json(result_path)
     if not isinstance(result, Mapping):
         raise JaxplaceError("not a jaxplace result", source=result_path)

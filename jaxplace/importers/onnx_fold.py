@@ -312,7 +312,7 @@ def _analyze(onnx, g, folded: FoldedModel) -> None:
                     folded.values[o] = v
         elif op == "ConstantOfShape" and ins and ins[0] in folded.values:
             shape = [int(d) for d in np.asarray(folded.values[ins[0]]).reshape(-1)]
-            t = _attr(node, "value")
+            t = attr(node, "value")
             folded.info[outs[0]] = (shape, int(t.data_type) if t is not None else 1)
     folded.const = const
     folded.compute = compute
@@ -338,14 +338,14 @@ def _shape_value(node, folded) -> list[np.ndarray]:
     shape = list(folded.info[node.input[0]][0])
     if node.op_type == "Size":
         return [np.array(int(np.prod(shape, dtype=np.int64)), dtype=np.int64)]
-    start, end = _attr(node, "start", 0), _attr(node, "end", None)
+    start, end = attr(node, "start", 0), attr(node, "end", None)
     return [np.array(shape[slice(start, end)], dtype=np.int64)]
 
 
 def _small_enough(onnx, node, ins, folded) -> bool:
     if node.op_type == "ConstantOfShape":
         shape = np.asarray(folded.values[ins[0]]).reshape(-1)
-        t = _attr(node, "value")
+        t = attr(node, "value")
         et = int(t.data_type) if t is not None else 1
         return int(np.prod(shape, dtype=np.int64)) * itemsize(onnx, et) <= VALUE_LIMIT
     for o in node.output:
@@ -380,7 +380,8 @@ def _elem_type(onnx, value: np.ndarray) -> int:
         return onnx.TensorProto.FLOAT
 
 
-def _attr(node, name: str, default: Any = None) -> Any:
+def attr(node, name: str, default: Any = None) -> Any:
+    """The value of a node attribute, or `default`."""
     from onnx import helper
 
     for a in node.attribute:

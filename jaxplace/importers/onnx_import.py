@@ -27,7 +27,6 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable
-from typing import Any
 
 from jaxplace.errors import JaxplaceError
 from jaxplace.graph import CompGraph
@@ -36,6 +35,7 @@ from jaxplace.importers.builder import GraphBuilder
 from jaxplace.importers.devices import DeviceProfile, get_device
 from jaxplace.importers.onnx_fold import (
     FoldedModel,
+    attr,
     fold,
     itemsize,
     load_model,
@@ -63,15 +63,6 @@ def _dtype_name(onnx, elem_type: int) -> str:
             return canonical_dtype(onnx.TensorProto.DataType.Name(elem_type).lower())
         except ValueError:
             return "fp32"
-
-
-def _attr(node, name: str, default: Any = None) -> Any:
-    from onnx import helper
-
-    for a in node.attribute:
-        if a.name == name:
-            return helper.get_attribute_value(a)
-    return default
 
 
 def from_onnx(model, device: str | DeviceProfile = "h100", *, coarsen: bool | str = False,
@@ -184,7 +175,7 @@ def _node_cost(onnx, node, ins, info, nbytes, dev, unknown
     moved = sum(nbytes(s) for s in ins) + sum(nbytes(s) for s in outs)
     et = (info.get(outs[0], ([], 1))[1] if outs else 1) or 1
     try:
-        flops, matrix, et = _flops(onnx, node, op, cat, ins, outs, info, shape, et,
+        flops, matrix, et = node_flops(onnx, node, op, cat, ins, outs, info, shape, et,
                                    in_elems, out_elems, unknown)
     except (IndexError, ValueError, ZeroDivisionError):  # shapes unknown: generic rule
         unknown.add(op)
@@ -194,8 +185,11 @@ def _node_cost(onnx, node, ins, info, nbytes, dev, unknown
     return float(flops), float(moved), float(t), dtype
 
 
-def _flops(onnx, node, op, cat, ins, outs, info, shape, et, in_elems, out_elems, unknown):
-    """(FLOPs, runs on the matrix units, elem type that sets the rate)."""
+def node_flops(onnx, node, op, cat, ins, outs, info, shape, et, in_elems, out_elems,
+               unknown):
+    """(FLOPs, runs on the matrix units, elem type that sets the rate) of one ONNX
+    node; op types without a rule are added to `unknown`. The one FLOP rule of the
+    importer and the spatial planner."""
     matrix = False
     if op in ("MatMul", "MatMulInteger"):
         flops = rl.matmul_flops(shape(ins[0]), shape(ins[1]))
@@ -205,8 +199,8 @@ def _flops(onnx, node, op, cat, ins, outs, info, shape, et, in_elems, out_elems,
         matrix, et = True, info.get(ins[0], ([], et))[1]
     elif op == "Gemm":
         a, bsh = shape(ins[0]), shape(ins[1])
-        m, k = (a[1], a[0]) if _attr(node, "transA", 0) else (a[0], a[1])
-        n = bsh[0] if _attr(node, "transB", 0) else bsh[1]
+        m, k = (a[1], a[0]) if attr(node, "transA", 0) else (a[0], a[1])
+        n = bsh[0] if attr(node, "transB", 0) else bsh[1]
         flops = 2.0 * m * n * k + (m * n if len(ins) > 2 else 0)
         matrix, et = True, info.get(ins[0], ([], et))[1]
     elif op in ("Conv", "ConvInteger", "QLinearConv"):
@@ -220,10 +214,10 @@ def _flops(onnx, node, op, cat, ins, outs, info, shape, et, in_elems, out_elems,
         flops = 2.0 * rl.numel(shape(ins[0])) * w[1] * rl.numel(w[2:])
         matrix, et = True, info.get(ins[0], ([], et))[1]
     elif op == "Einsum":
-        flops = _einsum_flops(_attr(node, "equation", b""), [shape(s) for s in ins])
+        flops = _einsum_flops(attr(node, "equation", b""), [shape(s) for s in ins])
         matrix, et = len(ins) > 1, info.get(ins[0], ([], et))[1]
     elif op in rl.POOL_OPS:
-        k = _attr(node, "kernel_shape", [])
+        k = attr(node, "kernel_shape", [])
         flops = float(out_elems * rl.numel(k))
     else:
         if cat in ("unknown", "control"):

@@ -21,6 +21,8 @@ from dataclasses import replace
 
 from jaxplace.errors import JaxplaceError
 from jaxplace.importers import roofline as rl
+from jaxplace.importers.onnx_fold import attr, fold, itemsize, load_model, require_onnx
+from jaxplace.importers.onnx_import import node_flops
 from jaxplace.spatial.intervals import true_kernel
 from jaxplace.spatial.layers import Layer
 
@@ -71,8 +73,6 @@ def layers_from_onnx(model, dim_values: dict[str, int] | None = None,
                      default_dim: int = 1) -> list[Layer]:
     """The layer graph of an ONNX model (a path or a ModelProto) with one NCHW input.
     Constant subgraphs are folded as `jaxplace.importers.from_onnx` folds them."""
-    from jaxplace.importers.onnx_fold import fold, load_model
-
     proto, source = load_model(model)
     try:
         folded = fold(proto, dim_values, default_dim, source)
@@ -82,9 +82,6 @@ def layers_from_onnx(model, dim_values: dict[str, int] | None = None,
 
 
 def _onnx_layers(folded) -> list[Layer]:
-    from jaxplace.importers.onnx_fold import itemsize, require_onnx
-    from jaxplace.importers.onnx_import import _attr as attr
-
     onnx = require_onnx()
     g = folded.model.graph
     shapes = {t: tuple(s) for t, (s, _) in folded.info.items() if s is not None}
@@ -137,8 +134,6 @@ def _onnx_layers(folded) -> list[Layer]:
 
 def _costed_other(onnx, node, layer, info, nbytes, consts) -> Layer:
     """An unsplittable layer with the importer's FLOPs, matrix-unit flag and weights."""
-    from jaxplace.importers.onnx_import import _flops
-
     ins = [s for s in node.input if s]
     outs = [o for o in node.output if o]
 
@@ -148,7 +143,7 @@ def _costed_other(onnx, node, layer, info, nbytes, consts) -> Layer:
     in_elems = sum(rl.numel(shape(s)) for s in ins)
     out_elems = sum(rl.numel(shape(s)) for s in outs)
     try:
-        flops, matrix, _ = _flops(onnx, node, node.op_type, rl.classify(node.op_type), ins,
+        flops, matrix, _ = node_flops(onnx, node, node.op_type, rl.classify(node.op_type), ins,
                                   outs, info, shape, 1, in_elems, out_elems, set())
     except (IndexError, ValueError, ZeroDivisionError):
         flops, matrix = float(out_elems), False
