@@ -17,7 +17,7 @@ from jaxplace.generators.regal import regal
 from jaxplace.multilevel.coarsen import coarsen, quotient
 from jaxplace.multilevel.memory import check_memory
 from jaxplace.multilevel.project import consistent_order, to_finer, to_nodes
-from jaxplace.multilevel.refine import RefineStats, refine
+from jaxplace.multilevel.refine import RefineStats, perturb_reslice, refine
 from jaxplace.multilevel.slicing import slice_units
 from jaxplace.reference import kahn, slice_order, unit_order
 
@@ -185,6 +185,19 @@ def test_refinement_never_worse(seed):
         # blocks stay contiguous in an order: the quotient is acyclic
         order = consistent_order(lv.problem, a, lv.order)
         assert len(order) == lv.size
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_perturbed_reslicing_never_worse(seed):
+    g = regal(seed, n=150, param_mean=2.0)
+    p = jp.Problem(g, k=5, memory=float(g.size_param.sum()) / 6)
+    lv = coarsen(p, coarsest=10_000)[0]
+    rng = np.random.default_rng(seed)
+    a = slice_units(p, kahn(g, rng.random(g.num_nodes))).assignment
+    before = evaluate_partition(p, a).bottleneck
+    out, cost = perturb_reslice(lv, a, time.perf_counter() + 0.5, rng)
+    assert cost <= before
+    assert _close(evaluate_partition(p, out).bottleneck, cost)
 
 
 def test_multilevel_method_result_is_exact_and_reported():

@@ -25,7 +25,7 @@ from jaxplace.cost import evaluate_partition
 from jaxplace.multilevel.coarsen import COARSEST_UNITS, Level, coarsen, unit_level
 from jaxplace.multilevel.memory import check_memory
 from jaxplace.multilevel.project import consistent_order, to_finer, to_nodes
-from jaxplace.multilevel.refine import RefineStats, refine
+from jaxplace.multilevel.refine import RefineStats, perturb_reslice, refine
 from jaxplace.multilevel.slicing import slice_units
 from jaxplace.partition import Partition
 from jaxplace.search.baselines import order_to_priorities
@@ -42,6 +42,10 @@ DEFAULT_SECONDS = 60.0
 COARSE_SHARE = 0.35
 #: Flat method for the coarsest level ("none": skip it).
 COARSE_METHOD = "brkga"
+#: Seconds (at most) and share of the time left for re-slicing perturbed orders on
+#: the coarsest level of every V-cycle after the first.
+ILS_SECONDS = 10.0
+ILS_SHARE = 0.3
 #: Share of the time limit held back for the final slicing and the answer.
 RESERVE_SHARE = 0.04
 
@@ -133,6 +137,15 @@ def multilevel_search(req) -> Result:
         if cycle == 0 and coarse_method != "none" and len(levels) > 1:
             a = _coarse_search(req, top, a, coarse_method, coarse_share * limit, track,
                                info)
+        elif cycle > 0 and len(levels) > 1:  # reorder inside blocks on the coarsest level
+            stats = RefineStats()
+            span = min(ILS_SECONDS, ILS_SHARE * (end - time.perf_counter()))
+            a, cost = perturb_reslice(top, a, time.perf_counter() + span, rng, stats)
+            track.evaluations += stats.evaluations
+            info["per_level"].append({"cycle": cycle, "level": len(levels) - 1,
+                                      "size": top.size, "evaluations": stats.evaluations,
+                                      "seconds": stats.seconds, "moves": stats.moves,
+                                      "cost": cost, "phase": "reslice"})
         for i in range(len(levels) - 1, -1, -1):
             if stopped():
                 break
