@@ -14,7 +14,7 @@ from strategies import same_cost, tiny_hetero_problems, tiny_training_problems
 
 import jaxplace as jp
 from jaxplace.bounds.exact import exact_bound
-from jaxplace.bounds.registry import HETERO_METHODS, choose_methods
+from jaxplace.bounds.registry import CPU_BLOCK_METHODS, choose_methods
 from jaxplace.cli.main import main
 
 # HiGHS stops at a relative gap of 1e-6 and works in a scaled objective: its bound
@@ -75,7 +75,7 @@ def test_choose_methods_by_ideal_count():
     hetero = wide.replace(graph=jp.CompGraph([1.0] * 20, node_attrs={
         "cpu_latency": [2.0] * 20}), cpus=1)
     methods, _ = choose_methods(hetero)
-    assert methods == ("simple", "exact") and set(methods) <= set(HETERO_METHODS)
+    assert methods == ("simple", "exact") and set(methods) <= set(CPU_BLOCK_METHODS)
 
 
 BERT24 = NEURIPS / "throughput" / "LayerGraphs" / "bert24_inference.json"
@@ -98,7 +98,7 @@ def test_cli_certify_and_partition_pick_a_method(capsys):
     assert "found by ideals" in text, text
     assert "proven optimal by the planner's ideals (30 ideals)" in text, text
     last = text.strip().splitlines()[-1]
-    assert "(proof: ideals)" in last and last.endswith("ratio 1.0000"), last
+    assert "(certify: ideals)" in last and last.endswith("ratio 1.0000"), last
     # asked for the ladder by name, the certificate runs it
     assert main(["partition", str(BERT24), "--certify", "--quiet", "--budget", "200",
                  "--bounds", "simple,ideals"]) == 0

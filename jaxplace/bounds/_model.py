@@ -23,7 +23,7 @@ Python loops), in this order:
 Contiguity (the acyclic rows) applies to `units.ordering_edges` (the forward edges of
 training graphs, NeurIPS 2020 model).
 
-CPU blocks (`BlockSpec.hetero`, mtpp.md section 5: a CPU block costs the sum of its
+CPU blocks (`BlockSpec.cpu_blocks`, mtpp.md section 5: a CPU block costs the sum of its
 nodes' `cpu_latency` and pays no transfers; nodes unsupported on accelerators only on
 CPUs): the nb = k + cpus blocks in DAG order each get a binary type t_b (1: CPU), with
 sum_b t_b = cpus, and continuous xc[v,b] = x[v,b] t_b ("v on CPU block b"), linearized
@@ -143,7 +143,7 @@ class BlockSpec:
         work_rows: (coef (nb,), rhs) pairs: sum_b coef_b work(block b) >= rhs.
         empty: blocks forced empty (only the first or the last).
         empty_last: symmetry breaking: a non-empty block follows no empty block.
-        hetero: CPU blocks: nb = k + cpus blocks, each an accelerator or a CPU (see the
+        cpu_blocks: CPU blocks: nb = k + cpus blocks, each an accelerator or a CPU (see the
             module doc); every block must be costed (div finite).
     """
 
@@ -156,7 +156,7 @@ class BlockSpec:
     work_rows: tuple[tuple[np.ndarray, float], ...] = ()
     empty: tuple[int, ...] = ()
     empty_last: bool = False
-    hetero: bool = False
+    cpu_blocks: bool = False
 
 
 @dataclass(frozen=True)
@@ -287,7 +287,7 @@ def _layout(problem: Problem, spec: BlockSpec, scale: float) -> _Layout:
     ncol = o0 + (len(costed) if overflow else 0)
     t0 = xc0 = -1
     cpu = None
-    if spec.hetero:
+    if spec.cpu_blocks:
         if len(costed) != nb:
             raise ValueError("CPU blocks need every block costed")
         t0, xc0 = ncol, ncol + nb
@@ -501,7 +501,7 @@ def build_block_model(problem: Problem, spec: BlockSpec, *, relax: bool = False,
     t0 = time.perf_counter()
     lay = _layout(problem, spec, _objective_scale(problem, scale))
     check_coefficients(problem, scale=lay.scale, io=spec.io, overflow=lay.overflow,
-                       capacity=problem.capacity is not None, cpu=spec.hetero)
+                       capacity=problem.capacity is not None, cpu=spec.cpu_blocks)
     oe = ordering_edges(problem.graph)
     R = _Rows(lay)
     _cost_rows(R, lay, problem, np.asarray(spec.div, dtype=np.float64))

@@ -7,7 +7,7 @@ start from the best partition (renumbered to DAG order) and an objective cutoff.
 
 With CPU blocks or nodes unsupported on accelerators (the NeurIPS 2020 model, mtpp.md
 section 5) the k + cpus blocks in DAG order each get a binary accelerator/CPU type
-(`BlockSpec.hetero`): a CPU block costs its nodes' CPU latency and pays no transfers.
+(`BlockSpec.cpu_blocks`): a CPU block costs its nodes' CPU latency and pays no transfers.
 """
 
 from __future__ import annotations
@@ -44,18 +44,18 @@ def exact_model(problem: Problem, *, relax: bool = False, z_lb: float | None = N
         z_lb: a valid lower bound on OPT to put on z (default: the simple bound).
         symmetry: add the empty-blocks-last row.
     """
-    hetero = is_hetero(problem)
-    nb = problem.num_blocks if hetero else problem.k
+    typed = has_cpu_blocks(problem)
+    nb = problem.num_blocks if typed else problem.k
     L = simple_lower_bound(problem)
     zl = L if z_lb is None else max(L, float(z_lb))
     if not math.isfinite(zl):  # infeasible; the model says so (a node fits no block)
         zl = 0.0
     spec = BlockSpec(nb, div=np.ones(nb), mem_scale=np.ones(nb), z_lb=zl,
-                     empty_last=symmetry and nb > 1, hetero=hetero)
+                     empty_last=symmetry and nb > 1, cpu_blocks=typed)
     return build_block_model(problem, spec, relax=relax)
 
 
-def is_hetero(problem: Problem) -> bool:
+def has_cpu_blocks(problem: Problem) -> bool:
     """CPU blocks or nodes unsupported on accelerators: the typed-block model."""
     return problem.cpus > 0 or not bool(problem.supported.all())
 

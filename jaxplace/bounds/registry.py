@@ -53,7 +53,7 @@ METHODS = tuple(BOUNDS)  # in ladder order
 PICK_IDEALS = 60_000
 
 #: The methods that model CPU blocks and CPU-only ops (the others report bound 0).
-HETERO_METHODS = ("simple", "ideals", "exact-lp", "exact")
+CPU_BLOCK_METHODS = ("simple", "ideals", "exact-lp", "exact")
 
 #: `choose_methods` adds guess and check (`station-check`) up to this many blocks: at
 #: k = 4 it refuted guesses above the bottleneck and exact MIPs' 60 s bounds on
@@ -76,9 +76,9 @@ def choose_methods(problem, mips: tuple[str, ...] = ("bottleneck", "exact")
     count = count_problem_ideals(problem, PICK_IDEALS)
     if count is not None:
         return ("simple", "ideals"), f"{count:,} ideals: the DP over ideals"
-    hetero = problem.cpus > 0 or not bool(problem.supported.all())
-    if hetero:
-        mips = tuple(m for m in mips if m in HETERO_METHODS) or ("exact",)
+    typed = problem.cpus > 0 or not bool(problem.supported.all())
+    if typed:
+        mips = tuple(m for m in mips if m in CPU_BLOCK_METHODS) or ("exact",)
         return ("simple", *mips), f"more than {PICK_IDEALS:,} ideals: the MIP ladder"
     return (tuple(ladder(("simple", "station", *mips, *_checks(problem))))
             if problem.n <= STATION_MAX_NODES else ("simple", *mips),
