@@ -8,7 +8,8 @@ The problems are grouped into buckets of one padded shape (`many_buckets`: at mo
 `max_programs` of them, k a runtime value of the decoder). A bucket is one compiled
 program (`many_program`) that advances the searches of all its problems together,
 vmapped over problems x population: BRKGA (population 100, a third of the budget,
-stopped early without improvement), then a batched local search on the order from
+stopped early without improvement; at k >= 8 its first population and mutants
+drawn from the shipped policy, as in the default search), then a batched local search on the order from
 the better of BRKGA's best and the best heuristic order, each problem on its own
 schedule with its own budget, patience and target (the simple lower bound). For k <=
 4 a problem's best partition then gets the default search's MIP polish.
@@ -82,10 +83,12 @@ class Prepared:
     f_seed: float  # its float64 reference cost
     lower_bound: float
     cls: tuple = field(default=None)  # problem_class()
+    dist: dict | None = None  # the shipped policy's {"mean", "log_std"} (n,) or None
 
 
-def prepare(problem: Problem, index: int) -> Prepared:
-    """Validate one problem and compute its heuristic start and size class."""
+def prepare(problem: Problem, index: int, coupled: bool | None = None) -> Prepared:
+    """Validate one problem and compute its heuristic start, size class and (when
+    `coupled`; None: the default search's rule, k >= 8) the policy distribution."""
     from jaxplace.cost import simple_lower_bound
     from jaxplace.decoder.layout import graph_structure
     from jaxplace.reference import decode_reference
@@ -98,13 +101,25 @@ def prepare(problem: Problem, index: int) -> Prepared:
         raise JaxplaceError("search_many handles throughput problems on identical "
                             "devices; use jp.search for latency or unequal devices",
                             field=f"problems[{index}]")
+    if coupled is None:
+        from jaxplace.search.default import _policy_helps
+
+        coupled = _policy_helps(problem)
     seeds = seed_priorities(problem.graph)
     costs = [decode_reference(problem, x).cost for x in seeds]
     j = int(np.argmin(costs))
     st = graph_structure(problem.graph)
     return Prepared(problem, index, np.asarray(seeds[j], np.float32), float(costs[j]),
                     float(simple_lower_bound(problem)),
-                    problem_class(problem, costs[j], st))
+                    problem_class(problem, costs[j], st),
+                    policy_distribution(problem) if coupled else None)
+
+
+def policy_distribution(problem: Problem) -> dict:
+    """The shipped policy's per-node Gaussians for `problem` (NumPy, (n,) each)."""
+    from jaxplace.policy import load_policy, node_distribution
+
+    return node_distribution(load_policy(None, problem=problem), problem, 0.0)
 
 
 def search_many(problems: Sequence[Problem], method: str | None = None, *,
@@ -114,7 +129,7 @@ def search_many(problems: Sequence[Problem], method: str | None = None, *,
                 cancel: threading.Event | None = None,
                 max_programs: int = MAX_PROGRAMS, polish: bool | None = None,
                 ray_address: str | None = None, num_cpus: int = 1,
-                **options) -> list[Result]:
+                use_policy: bool | None = None, **options) -> list[Result]:
     """Best partition of every problem, searched in batches (see the module doc).
 
     Args:
@@ -131,6 +146,8 @@ def search_many(problems: Sequence[Problem], method: str | None = None, *,
         polish: the MIP polish at k <= 4 (None: the default search's rule).
         ray_address: Ray cluster to connect to (None: start or reuse a local one).
         num_cpus: CPU cores each Ray task asks for.
+        use_policy: BRKGA's first population and mutants from the shipped policy
+            (None: the default search's rule, k >= 8 identical accelerators).
         options: `population`, `brkga_share`, `brkga_patience`, `patience`, `chunk`.
 
     Returns:
@@ -140,7 +157,8 @@ def search_many(problems: Sequence[Problem], method: str | None = None, *,
     for i, r in iter_search_many(problems, method, time_limit=time_limit, budget=budget,
                                  seed=seed, executor=executor, cancel=cancel,
                                  max_programs=max_programs, polish=polish,
-                                 ray_address=ray_address, num_cpus=num_cpus, **options):
+                                 ray_address=ray_address, num_cpus=num_cpus,
+                                 use_policy=use_policy, **options):
         out[i] = r
         if on_result is not None:
             on_result(i, r)
@@ -153,6 +171,7 @@ def iter_search_many(problems: Sequence[Problem], method: str | None = None, *,
                      cancel: threading.Event | None = None,
                      max_programs: int = MAX_PROGRAMS, polish: bool | None = None,
                      ray_address: str | None = None, num_cpus: int = 1,
+                     use_policy: bool | None = None,
                      **options) -> Iterator[tuple[int, Result]]:
     """`search_many` as a generator of (index, Result), in finishing order; every
     problem is yielded exactly once, also after Ctrl-C or `cancel`."""
@@ -163,7 +182,7 @@ def iter_search_many(problems: Sequence[Problem], method: str | None = None, *,
     problems = list(problems)
     if not problems:
         return
-    prepared = [prepare(p, i) for i, p in enumerate(problems)]
+    prepared = [prepare(p, i, use_policy) for i, p in enumerate(problems)]
     buckets = plan_buckets([p.cls for p in prepared], max_programs)
     pending = {p.index for p in prepared}
     cancel = cancel or threading.Event()

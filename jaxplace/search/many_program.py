@@ -5,9 +5,10 @@ runs `many_chunk`: `count` steps of `many_step`, vmapped over the G problems, ea
 step scoring P candidates per problem with the batched decoder. Every problem walks
 through the default search's two phases on its own schedule:
 
-    INIT    evaluate the initial population (uniform keys)
-    EVOLVE  BRKGA generations (`BRKGA._ask`), until the problem's BRKGA budget or
-            its BRKGA patience is spent
+    INIT    evaluate the initial population (uniform keys, or policy samples)
+    EVOLVE  BRKGA generations (`BRKGA._ask`; mutants from the policy where the
+            default search couples it), until the problem's BRKGA budget or its
+            BRKGA patience is spent
     LOCAL   `ShiftSearch` moves from the better of BRKGA's best and the best
             heuristic order (P neighbours per step, plateau moves)
     DONE    budget, patience or target reached: the problem's lanes idle
@@ -30,6 +31,7 @@ from flax import struct
 
 from jaxplace.decoder.layout import Spec
 from jaxplace.decoder.scoring import score
+from jaxplace.policy.distribution import sample_priorities
 from jaxplace.search.brkga import BRKGA, State
 from jaxplace.search.programs import SearchData, ShiftSearch
 
@@ -51,6 +53,9 @@ class ManyData:
         budget, brkga_evals, brkga_patience, patience: () int32 evaluation counts.
         target: () float32: stop once the best cost is at most this.
         key: the problem's PRNG key.
+        mean, log_std: (width,) float32 the shipped policy's per-node Gaussians;
+            coupled: () bool: BRKGA's mutants are drawn from them (REGAL's coupling,
+            the default search's rule), else uniform.
     """
 
     g: object
@@ -67,6 +72,9 @@ class ManyData:
     patience: jnp.ndarray
     target: jnp.ndarray
     key: jnp.ndarray
+    mean: jnp.ndarray
+    log_std: jnp.ndarray
+    coupled: jnp.ndarray
 
 
 @struct.dataclass
@@ -123,11 +131,16 @@ class ManyProgram:
         """One step of one problem (see the module doc)."""
         P = self.population
         key = jax.random.fold_in(d.key, s.step)
-        k_ask, k_nb = jax.random.split(key)
+        k_ask, k_nb, k_mut = jax.random.split(key, 3)
         algo = self.algo
+        params = algo.default_params
         bstate = State(population=s.pop, fitness=s.fit, best_solution=s.best_x,
                        best_fitness=s.best_f, generation_counter=s.step)
-        Xb, _ = algo._ask(k_ask, bstate, algo.default_params)
+        Xb, _ = algo._ask(k_ask, bstate, params)
+        ne, nm = algo.sizes(params)
+        row = jnp.arange(P)[:, None]
+        mutants = sample_priorities({"mean": d.mean, "log_std": d.log_std}, k_mut, P)
+        Xb = jnp.where(d.coupled & (row >= ne) & (row < ne + nm), mutants, Xb)
         Xb = jnp.where(s.phase == INIT, s.pop, Xb)
         sd = SearchData(g=d.g, nbr=(d.nbr, d.deg), nn=d.nn, pool=(d.pool, d.pool_n))
         shift = self.shift

@@ -64,16 +64,27 @@ class BucketRun:
         for i, (t, _) in enumerate(tables):
             nbr[i, :, :t.shape[1]] = np.asarray(t)
         deg = np.stack([np.asarray(d) for _, d in tables])
-        xs = np.zeros((len(self.members), W), np.float32)
-        X0 = np.zeros((len(self.members), P, W), np.float32)
+        G = len(self.members)
+        xs = np.zeros((G, W), np.float32)
+        X0 = np.zeros((G, P, W), np.float32)
+        mean, log_std = np.zeros((G, W), np.float32), np.zeros((G, W), np.float32)
         keys = []
         for i, m in enumerate(self.members):
-            xs[i, :m.problem.n] = m.x_seed
+            n = m.problem.n
+            xs[i, :n] = m.x_seed
             key = jax.random.key(s.seed + m.index)
             k_init, k_run = jax.random.split(key)
-            X0[i] = initial_population(k_init, P, W, None)
+            if m.dist is None:
+                X0[i] = initial_population(k_init, P, W, None)
+            else:  # the policy's mode and samples (the default's policy+brkga phase)
+                from jaxplace.policy import greedy_priorities, sample_priorities
+
+                mean[i, :n], log_std[i, :n] = m.dist["mean"][:n], m.dist["log_std"][:n]
+                dist = {"mean": mean[i], "log_std": log_std[i]}
+                X0[i] = np.asarray(sample_priorities(dist, k_init, P))
+                X0[i, 0, :n] = np.asarray(greedy_priorities(dist))[:n]
+                X0[i, 0, n:] = 0.0
             keys.append(k_run)
-        G = len(self.members)
         i32 = lambda v: jnp.asarray(np.asarray(v, np.int32))  # noqa: E731
         brkga = [max(int(b * s.brkga_share) // P, 1) * P for b in self.budgets]
         self.X0 = jnp.asarray(X0)
@@ -88,7 +99,8 @@ class BucketRun:
             patience=i32([self.patience] * G),
             target=jnp.asarray([m.lower_bound * (1 + 1e-6) for m in self.members],
                                jnp.float32),
-            key=jnp.stack(keys))
+            key=jnp.stack(keys), mean=jnp.asarray(mean), log_std=jnp.asarray(log_std),
+            coupled=jnp.asarray([m.dist is not None for m in self.members]))
 
     # -- loop -------------------------------------------------------------------------
 
