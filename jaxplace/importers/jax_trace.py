@@ -96,7 +96,7 @@ def _sub_jaxprs(eqn):
     return out
 
 
-def _inline_body(eqn):
+def inline_body(eqn):
     """The body to inline for a call-like equation, or None."""
     if eqn.primitive.name in rl.CONTROL_OPS:
         return None
@@ -148,7 +148,7 @@ class _Cost:
     def eqn(self, eqn) -> tuple[float, float, float]:
         """(flops, bytes_moved, time_s) of one equation."""
         prim = eqn.primitive.name
-        body = _inline_body(eqn)
+        body = inline_body(eqn)
         if body is not None:
             return self.jaxpr(body[0])
         if prim == "scan":
@@ -250,7 +250,7 @@ class _Tracer:
             src = [read(a) for a in eqn.invars]
             prim = eqn.primitive.name
             stack = str(getattr(eqn.source_info, "name_stack", "") or "")
-            body = _inline_body(eqn)
+            body = inline_body(eqn)
             if body is not None:
                 inner, consts = body
                 sub = "/".join(s for s in (scope, stack, str(eqn.params.get("name", "")))

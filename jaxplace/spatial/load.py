@@ -259,13 +259,13 @@ def layers_from_jax(fn, x, *, params=None) -> list[Layer]:
 def _walk(jaxpr, env, layers, names) -> None:
     from jax.extend.core import Literal
 
-    from jaxplace.importers.jax_trace import _inline_body
+    from jaxplace.importers.jax_trace import inline_body
 
     for eqn in jaxpr.eqns:
         ins = [env.get(v) if not isinstance(v, Literal) else None for v in eqn.invars]
         if not any(ins):
             continue  # parameters and constants
-        body = _inline_body(eqn)
+        body = inline_body(eqn)
         if body is not None:
             sub, _ = body
             sub_env = {sv: a for sv, a in zip(sub.invars, ins, strict=True) if a}
