@@ -4,7 +4,9 @@ stage export: stages chained in onnxruntime reproduce the whole model."""
 
 from __future__ import annotations
 
+import glob
 import json
+import os
 
 import numpy as np
 import onnx
@@ -317,3 +319,66 @@ def test_info_prints_units(cnn_file, capsys):
     line = next(s for s in out.splitlines() if s.startswith("params"))
     assert "bytes" in line and "GB" in line
     assert " us" in next(s for s in out.splitlines() if s.startswith("work"))
+
+
+# -- the onnx package's "light" models: real architectures, weights stripped to ------------
+# -- ConstantOfShape (opset 9, IR 3: initializers listed as graph inputs) -----------------
+
+LIGHT = sorted(glob.glob(os.path.join(os.path.dirname(onnx.__file__), "backend", "test",
+                                      "data", "light", "light_*.onnx")))
+
+
+def _independent_counts(m):
+    """(float weight elements, compute ops): weights are ConstantOfShape outputs (their
+    shapes read from the shape tensors) and float initializers / Constants; compute
+    ops are the nodes that depend on a real graph input."""
+    vals = {t.name: numpy_helper.to_array(t) for t in m.graph.initializer}
+    for n in m.graph.node:
+        if n.op_type == "Constant":
+            vals[n.output[0]] = numpy_helper.to_array(n.attribute[0].t)
+    shapes = {n.input[0] for n in m.graph.node if n.op_type == "ConstantOfShape"}
+    weights = sum(int(np.prod(vals[n.input[0]])) for n in m.graph.node
+                  if n.op_type == "ConstantOfShape")
+    weights += sum(v.size for k, v in vals.items() if k not in shapes and v.dtype.kind == "f")
+    live = {i.name for i in m.graph.input} - {t.name for t in m.graph.initializer}
+    compute = 0
+    for n in m.graph.node:
+        if any(s in live for s in n.input):
+            live.update(n.output)
+            compute += 1
+    return weights, compute
+
+
+@pytest.mark.skipif(not LIGHT, reason="the onnx package ships no light models")
+@pytest.mark.parametrize("path", LIGHT, ids=lambda p: os.path.basename(p)[6:-5])
+def test_light_models_weights_and_compute_ops(path):
+    m = onnx.load(path)
+    weights, compute = _independent_counts(m)
+    g = from_onnx(path)
+    assert g.size_param.sum() == pytest.approx(4 * weights, rel=0.01)
+    assert g.num_nodes == compute
+    assert g.meta["unknown_ops"] == [] and g.meta["unshaped_tensors"] == []
+    assert "ConstantOfShape" not in g.op_types
+
+
+@pytest.mark.skipif(not LIGHT, reason="the onnx package ships no light models")
+@pytest.mark.parametrize("name", ["resnet50", "inception_v2"])
+def test_light_model_stages_reproduce_it(name, tmp_path, capsys):
+    from jaxplace.cli.main import main
+    from jaxplace.export.onnx_stages import run_stages
+
+    path = next(p for p in LIGHT if p.endswith(f"light_{name}.onnx"))
+    result, out = tmp_path / "r.json", tmp_path / "stages"
+    assert main(["partition", path, "-k", "8", "--method", "dfs", "-q", "-o",
+                 str(result)]) == 0
+    assert main(["export", str(result), "--to", "onnx", "-o", str(out)]) == 0
+    plan = json.loads((out / "plan.json").read_text())
+    assert plan["num_stages"] == 8
+    assert all(st["constant_nodes"] > 0 for st in plan["stages"])  # their own weights
+    whole = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    x = np.random.default_rng(0).standard_normal((1, 3, 224, 224)).astype(np.float32)
+    feed = {whole.get_inputs()[0].name: x}
+    want = whole.run(None, feed)[0]
+    got = list(run_stages(str(out), feed).values())[0]
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-7)
+    capsys.readouterr()

@@ -120,6 +120,8 @@ def _convert(folded: FoldedModel, dev, source) -> CompGraph:
     unknown: set[str] = set()
     unshaped: set[str] = set()
     dtype_flops: dict[str, float] = {}
+    read = {s for n in g.node for s in [*n.input, *subgraph_inputs(n)]} | {
+        o.name for o in g.output}  # an unread output (a Dropout mask) needs no shape
     for i in folded.compute:
         node = g.node[i]
         ins = [s for s in node.input if s]
@@ -133,7 +135,7 @@ def _convert(folded: FoldedModel, dev, source) -> CompGraph:
             elif s in env and env[s][0] == "t":
                 in_tensors.append(env[s][1])
         outs = list(node.output)
-        unshaped.update(o for o in outs if o and info.get(o, (None, 0))[0] is None)
+        unshaped.update(o for o in outs if o in read and info.get(o, (None, 0))[0] is None)
         flops, moved, t, dtype = _node_cost(onnx, node, ins, info, nbytes, dev, unknown)
         dtype_flops[dtype] = dtype_flops.get(dtype, 0.0) + flops
         _, tids = b.add_node(folded.names[i], node.op_type, flops, moved, t,
