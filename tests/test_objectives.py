@@ -195,6 +195,20 @@ def _as_partition(p, cert, start):
     return cert.partition
 
 
+@pytest.mark.parametrize("name", list(PROBLEMS))
+def test_every_objective_writes_its_result(tmp_path, name):
+    """save_result goes through the objective: the JSON's cost is the reference cost."""
+    import json
+
+    p = PROBLEMS[name]
+    r = jp.search(p, "dfs", progress=False)
+    data = jp.save_result(tmp_path / "r.json", p, r, method="dfs", seed=0)
+    assert json.loads((tmp_path / "r.json").read_text())["assignment"] == [
+        int(a) for a in data["assignment"]]
+    cost = data.get("makespan", data.get("bottleneck"))
+    assert math.isclose(cost, jp.evaluate_partition(p, r.partition).cost, rel_tol=RTOL)
+
+
 def test_hetero_certify_is_no_false_proof():
     """The seam of issue 41: on unequal devices the certificate's bound comes from the
     objective's own bound and never exceeds a valid partition's cost."""

@@ -15,8 +15,7 @@ import time
 import numpy as np
 
 from jaxplace.errors import JaxplaceError
-
-FORMAT = "jaxplace-hetero-result/1"
+from jaxplace.hetero.report import result_dict, stage_rows, stage_table
 
 
 def _problem(args, cluster):
@@ -45,44 +44,6 @@ def _row(problem, x) -> np.ndarray:
     if len(x) == spec.width:
         return np.concatenate([x[:n], x[spec.N:spec.N + d]])
     return x if len(x) == n + d else np.concatenate([x[:n], speed_keys(inst)])
-
-
-def stage_rows(inst, sc) -> list[dict]:
-    """One dict per stage: device name, ops, seconds, bytes."""
-    return [{"stage": s, "device": inst.device_names[int(sc.devices[s])],
-             "ops": int(sc.ops[s]), "compute_s": float(sc.compute[s]),
-             "transfer_in_s": float(sc.transfer_in[s]),
-             "transfer_out_s": float(sc.transfer_out[s]), "total_s": float(sc.total[s]),
-             "memory_bytes": float(sc.memory[s]),
-             "capacity_bytes": float(inst.capacity[int(sc.devices[s])])}
-            for s in range(sc.num_stages)]
-
-
-def stage_table(inst, sc) -> str:
-    """A text table of `stage_rows` (times in ms, memory in GB)."""
-    rows = stage_rows(inst, sc)
-    w = max(6, *(len(r["device"]) for r in rows))
-    lines = [f"{'stage':>5}  {'device':<{w}}  {'ops':>6}  {'compute ms':>10}  "
-             f"{'in ms':>9}  {'out ms':>9}  {'total ms':>10}  {'memory GB':>10}  {'of GB':>8}"]
-    for r in rows:
-        lines.append(f"{r['stage']:>5}  {r['device']:<{w}}  {r['ops']:>6}  "
-                     f"{r['compute_s'] * 1e3:>10.4g}  {r['transfer_in_s'] * 1e3:>9.4g}  "
-                     f"{r['transfer_out_s'] * 1e3:>9.4g}  {r['total_s'] * 1e3:>10.4g}  "
-                     f"{r['memory_bytes'] / 1e9:>10.4g}  {r['capacity_bytes'] / 1e9:>8.4g}")
-    return "\n".join(lines)
-
-
-def result_dict(problem, part, sc, *, method: str, lower_bound: float, source: str,
-                extra: dict) -> dict:
-    """The JSON-ready stage plan."""
-    inst = problem.pipeline_instance
-    return {"format": FORMAT, "objective": "throughput", "source": source,
-            "cluster": problem.cluster.name, "devices": list(inst.device_names),
-            "method": method, "bottleneck": sc.bottleneck, "lower_bound": lower_bound,
-            "stages": stage_rows(inst, sc),
-            "stage_devices": [inst.device_names[int(p)] for p in sc.devices],
-            "assignment": [int(s) for s in sc.assignment],
-            "order": [int(v) for v in part.order], **extra}
 
 
 def run_hetero(args, cluster) -> int:

@@ -111,13 +111,11 @@ def result_dict(problem: Problem, partition, *, method: str | None = None,
 
 
 def save_result(path: str | os.PathLike, problem: Problem, partition, **kwargs) -> dict:
-    """Write the result JSON atomically; returns the dict written. For a latency
-    problem, `partition` is the `jaxplace.latency.Schedule` or the search `Result`
-    (see `latency_result_dict`)."""
-    if problem.objective == "latency":
-        data = latency_result_dict(problem, partition, **kwargs)
-    else:
-        data = result_dict(problem, partition, **kwargs)
+    """Write the result JSON atomically; returns the dict written. The problem's
+    objective writes it (`Objective.result_dict`): for a latency problem `partition`
+    is the `jaxplace.latency.Schedule` or the search `Result` (`latency_result_dict`);
+    on unequal devices a `Partition` whose `devices` map stages to devices."""
+    data = problem.objective_impl.result_dict(problem, partition, **kwargs)
     write_json(path, data)
     return data
 

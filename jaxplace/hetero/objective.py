@@ -68,6 +68,21 @@ class UnequalDevices(Objective):
 
         return float(lower_bound(problem.pipeline_instance, problem.k))
 
+    def result_dict(self, problem, partition, *, method=None, seed=None,
+                    lower_bound=None, source=None, timings=None, extra=None,
+                    certificate=None, **_ignored) -> dict:
+        from jaxplace.hetero.report import result_dict
+
+        part = getattr(partition, "partition", partition)  # a search Result or its split
+        sc = self.evaluate_partition(problem, part)
+        lb = self.lower_bound(problem) if lower_bound is None else float(lower_bound)
+        more = {"seed": seed, "timings": timings or {}, **(extra or {})}
+        if certificate is not None:
+            more["certificate"] = (certificate.to_dict() if hasattr(certificate, "to_dict")
+                                   else certificate)
+        return result_dict(problem, part, sc, method=method, lower_bound=lb,
+                           source=source, extra=more)
+
     # -- proofs --------------------------------------------------------------------
     def start_partition(self, problem):
         from jaxplace.hetero.reference import decode

@@ -108,6 +108,11 @@ class Latency(Objective):
 
         return float(lower_bound(problem.latency))
 
+    def result_dict(self, problem, partition, **fields) -> dict:
+        from jaxplace.formats.results import latency_result_dict
+
+        return latency_result_dict(problem, partition, **fields)
+
     # -- proofs --------------------------------------------------------------------
     def start_partition(self, problem):
         from jaxplace.latency.search import latency_seeds

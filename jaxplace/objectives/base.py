@@ -89,6 +89,11 @@ class Objective:
         """A valid lower bound on the optimum, in closed form (cheap)."""
         raise self.unsupported("lower_bound")
 
+    def result_dict(self, problem, partition, **fields) -> dict:
+        """The JSON-ready result of a partition (what `jaxplace.save_result` writes);
+        `fields`: method, seed, lower_bound, source, timings, extra, certificate."""
+        raise self.unsupported("result_dict")
+
     # -- proofs --------------------------------------------------------------------
     def certify(self, problem, partition=None, methods=None, **settings):
         """A `jaxplace.bounds.Certificate` for `partition` (see `bounds.certify`)."""

@@ -65,6 +65,12 @@ class Throughput(Objective):
 
         return simple_lower_bound(problem)
 
+    def result_dict(self, problem, partition, **fields) -> dict:
+        from jaxplace.formats.results import result_dict
+
+        part = getattr(partition, "partition", partition)  # a search Result or its split
+        return result_dict(problem, part, **fields)
+
     # -- proofs --------------------------------------------------------------------
     def certify(self, problem, partition=None, methods=None, **settings):
         from jaxplace.bounds.certificate import certify_ladder
