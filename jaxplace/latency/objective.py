@@ -89,10 +89,20 @@ class Latency(Objective):
         a = a.astype(np.int64)
         return ScheduleCost(a, schedule_order(inst, order, device=a))
 
-    def evaluate(self, problem, X, **settings) -> np.ndarray:
-        from jaxplace.latency.reference import makespans
+    def evaluate(self, problem, X, *, precision: str = "float32", **settings) -> np.ndarray:
+        """(P,) makespans of the list schedules of the rows (the batched JAX list
+        scheduler; `precision="reference"`: the float64 NumPy oracle)."""
+        if precision == "reference":
+            from jaxplace.latency.reference import makespans
 
-        return makespans(problem.latency, X)
+            return makespans(problem.latency, X)
+        import jax.numpy as jnp
+
+        from jaxplace.latency.decoder import evaluate
+
+        X = np.atleast_2d(np.asarray(X))
+        return np.asarray(evaluate(problem.latency, X, dtype=jnp.float64
+                                   if precision == "float64" else jnp.float32), np.float64)
 
     def decode(self, problem, x, **settings):
         from jaxplace.latency.reference import list_schedule

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from jaxplace.errors import JaxplaceError
+from jaxplace.jsonio import read_json
 
 #: Module names per family: (embedding, decoder-layer prefix, final norm, LM head).
 MODULES = {
@@ -118,8 +119,6 @@ def _family(data: Mapping) -> str:
 def read_config(data: Mapping | str | os.PathLike, source: str | None = None) -> ModelConfig:
     """A `ModelConfig` from a parsed config dict or a path to config.json."""
     if not isinstance(data, Mapping):
-        from jaxplace.formats import read_json
-
         source = source or os.fspath(data)
         data = read_json(data)
     source = source or "config"

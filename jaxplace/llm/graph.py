@@ -22,6 +22,7 @@ import numpy as np
 from jaxplace.errors import JaxplaceError
 from jaxplace.graph import CompGraph
 from jaxplace.importers.devices import DeviceProfile, get_device
+from jaxplace.jsonio import read_json
 from jaxplace.llm.config import ModelConfig, param_counts, read_config
 from jaxplace.llm.costs import PartCost, part_costs
 from jaxplace.llm.workload import Workload, workload_options
@@ -36,8 +37,6 @@ def _config(config, source: str | None) -> tuple[ModelConfig, Mapping | None]:
     if isinstance(config, ModelConfig):
         return config, None
     if not isinstance(config, Mapping):
-        from jaxplace.formats import read_json
-
         source = source or os.fspath(config)
         config = read_json(config)
     return read_config(config, source), config
