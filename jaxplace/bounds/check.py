@@ -83,8 +83,8 @@ def check_guess(problem: Problem, data: StationData, T: float, *, time_limit: fl
                            by="windows")
     model = check_model(problem, T, lo, hi, relax=relax)
     k = problem.k
-    fixed = float(np.mean((model.col_lo[model.y0:model.c0]
-                           == model.col_hi[model.y0:model.c0]))) if k > 1 else 1.0
+    fixed = float(np.mean(model.col_lo[model.y0:model.c0]
+                           == model.col_hi[model.y0:model.c0])) if k > 1 else 1.0
     res = solve_arrays(model.arrays(), relax=relax, time_limit=time_limit,
                        threads=threads, mip_rel_gap=1.0, scale=model.scale)
     elapsed = time.perf_counter() - t0

@@ -1,11 +1,13 @@
-"""Guess and check on the bottleneck T: bisection with feasibility MIPs (`check`).
+"""Guess and check on the bottleneck T: a search over guesses with feasibility MIPs
+(`check`).
 
 Between the best bound known (the simple bound at least) and the best partition's
-cost, guess T (climbing from the bound, see `GuessCheckConfig`) and ask HiGHS whether a partition of cost <= T exists, with the station
-windows of T fixed (`station`). A check proven infeasible raises the lower bound to T;
-a feasible one returns a partition of cost <= T (the new upper bound, re-evaluated
-with `evaluate_partition`); a check stopped by its time limit proves nothing, and the
-search goes on below that guess. The bound is the largest T proven infeasible.
+cost, guess T (climbing from the bound, see `GuessCheckConfig`) and ask HiGHS whether
+a partition of cost <= T exists, with the station windows of T fixed (`station`). A
+check proven infeasible raises the lower bound to T; a feasible one returns a
+partition of cost <= T (the new upper bound, re-evaluated with `evaluate_partition`);
+a check stopped by its time limit proves nothing, and the search goes on below that
+guess. The bound is the largest T proven infeasible.
 """
 
 from __future__ import annotations

@@ -55,10 +55,11 @@ PICK_IDEALS = 60_000
 #: The methods that model CPU blocks and CPU-only ops (the others report bound 0).
 CPU_BLOCK_METHODS = ("simple", "ideals", "exact-lp", "exact")
 
-#: `choose_methods` adds guess and check (`station-check`) up to this many blocks: at
-#: k = 4 it refuted guesses above the bottleneck and exact MIPs' 60 s bounds on
-#: REGAL-like graphs; at k >= 8 its feasibility MIPs did not finish their root in time.
-CHECK_MAX_K = 4
+#: `choose_methods` adds guess and check (`station-check`) up to this many blocks: on
+#: REGAL-like graphs (n = 79-186, 60 s) it raised the bottleneck MIP's bound on 2 of 3
+#: graphs at k = 4 and 1 of 3 at k = 8; at k = 16 its feasibility MIPs did not get
+#: through their root LP in time (0 of 3).
+CHECK_MAX_K = 8
 
 
 def choose_methods(problem, mips: tuple[str, ...] = ("bottleneck", "exact")
