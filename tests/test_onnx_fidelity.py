@@ -382,3 +382,17 @@ def test_light_model_stages_reproduce_it(name, tmp_path, capsys):
     got = list(run_stages(str(out), feed).values())[0]
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-7)
     capsys.readouterr()
+
+
+def test_data_dependent_shapes_are_one_warning_line(capsys):
+    b = helper
+    nodes = [b.make_node("NonZero", ["X"], ["nz"]), b.make_node("Cast", ["nz"], ["c"], to=1),
+             b.make_node("Relu", ["c"], ["Y"])]
+    m = b.make_model(b.make_graph(nodes, "nz", [b.make_tensor_value_info(
+        "X", TensorProto.FLOAT, [4, 4])], [b.make_tensor_value_info("Y", TensorProto.FLOAT,
+                                                                    None)]),
+        opset_imports=[b.make_opsetid("", 17)])
+    g = from_onnx(m)
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "3 tensors have no static shape" in err
+    assert g.num_nodes == 3 and g.node_attrs["out_bytes"].sum() == 0

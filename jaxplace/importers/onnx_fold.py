@@ -31,6 +31,8 @@ _RANDOM = frozenset({"RandomNormal", "RandomUniform", "RandomNormalLike",
                      "RandomUniformLike", "Multinomial", "Bernoulli"})
 _SUBGRAPH_ATTR = (5, 10)  # AttributeProto.GRAPH, GRAPHS
 _MAX_ROUNDS = 6
+_DATA_FIELDS = ("raw_data", "float_data", "int32_data", "int64_data", "double_data",
+                "uint64_data", "string_data")
 
 
 def require_onnx():
@@ -47,8 +49,8 @@ class FoldedModel:
     """An ONNX model as a runtime sees it.
 
     Attributes:
-        model: the ModelProto (symbolic dimensions given values; external data not
-            loaded).
+        model: a copy of the ModelProto (symbolic dimensions given values; the data
+            of initializers over `VALUE_LIMIT` dropped, external data not loaded).
         names: a unique name per ONNX node of the main graph, in graph order
             (`node.name`, or `<op_type>_<index>` for unnamed nodes; repeats get `#n`).
         compute: indices of the compute ops (the nodes that are not folded).
@@ -168,6 +170,9 @@ def fold(model, dim_values: dict[str, int] | None = None, default_dim: int = 1,
             value = _init_value(onnx, init, base_dir)
             if value is not None:
                 folded.values[init.name] = value
+        else:  # shape inference reads dims only: each round copies no weights
+            for data in _DATA_FIELDS:
+                init.ClearField(data)
     injected: set[str] = set()
     for _ in range(_MAX_ROUNDS):
         _infer(onnx, work, folded, injected, source)

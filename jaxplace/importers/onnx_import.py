@@ -88,11 +88,15 @@ def from_onnx(model, device: str | DeviceProfile = "h100", *, coarsen: bool | st
         graph = _convert(folded, dev, source)
     except JaxplaceError as exc:
         raise (exc.with_source(source) if source else exc) from None
-    unknown = graph.meta["unknown_ops"]
+    unknown, unshaped = graph.meta["unknown_ops"], graph.meta["unshaped_tensors"]
+    name = source or graph.meta["name"]
     if unknown and warn is not None:
-        warn(f"{source or graph.meta['name']}: no cost rule for op type"
-             f"{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}: costed as "
-             f"{UNKNOWN_RULE}")
+        warn(f"{name}: no cost rule for op type{'s' if len(unknown) > 1 else ''} "
+             f"{', '.join(unknown)}: costed as {UNKNOWN_RULE}")
+    if unshaped and warn is not None:
+        warn(f"{name}: {len(unshaped)} tensor{'s have' if len(unshaped) > 1 else ' has'} "
+             f"no static shape (e.g. {unshaped[0]!r}; a data-dependent op or a "
+             "dimension --dim does not fix): counted as 0 bytes")
     if coarsen == "fusion":
         from jaxplace.importers.fusion import fuse
 

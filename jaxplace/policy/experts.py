@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from jaxplace.errors import JaxplaceError
+from jaxplace.policy.solutions import read_solutions
 
 
 def search_solutions(problems, method: str = "policy+brkga", budget: int = 1000,
@@ -55,26 +56,6 @@ def merge(parts) -> dict:
         out["x"][d], out["cost"][d] = p["x"][d], p["cost"][d]
         out["done"] |= d
     return out
-
-
-def read_solutions(path) -> dict:
-    """The arrays of the solution file (or part) at `path`."""
-    try:
-        with np.load(path) as f:
-            return {k: f[k] for k in ("x", "cost", "n", "done")}
-    except (OSError, KeyError, ValueError) as e:
-        raise JaxplaceError(f"cannot read expert solutions ({e})", source=str(path),
-                            field="expert") from None
-
-
-def load_solutions(path, count: int) -> dict:
-    """The solution file at `path`, checked to cover a pool of `count` problems."""
-    d = read_solutions(path)
-    if len(d["cost"]) != count or not d["done"].all():
-        raise JaxplaceError(f"has {int(d['done'].sum())} solutions of {len(d['cost'])} "
-                            f"problems, the recipe's pool has {count}", source=str(path),
-                            field="expert")
-    return d
 
 
 def main(argv=None) -> int:

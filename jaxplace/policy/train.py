@@ -47,6 +47,7 @@ from jaxplace.policy import features as F
 from jaxplace.policy.data import TRAIN_STREAM, VALID_STREAM, DataConfig, problem_set
 from jaxplace.policy.distribution import entropy, log_prob, node_log_prob, sample_latent
 from jaxplace.policy.model import ModelConfig, PolicyModel, pure_apply
+from jaxplace.policy.solutions import load_solutions
 
 
 @dataclass(frozen=True)
@@ -264,8 +265,6 @@ def expert_memory(path, problems, indices, lb, width: int, ratio_cap: float,
                   labels: str = "order"):
     """Self-imitation memory (latents, rewards) started at the search solutions in
     `path` for the kept pool problems `indices` of the generated pool `problems`."""
-    from jaxplace.policy.experts import load_solutions
-
     sol = load_solutions(path, len(problems))
     latents = block_latents if labels == "block" else canonical_latents
     z = np.stack([latents(problems[i], sol["x"][i], width) for i in indices])
@@ -695,8 +694,6 @@ def train(config, out=None, *, export=None, progress: bool | None = None,
         raise JaxplaceError("steps, stop_at, checkpoint_every and validate_every must "
                             "be multiples of chunk", field="config")
     if cfg.expert:  # a bad solution file stops the run before anything is written
-        from jaxplace.policy.experts import load_solutions
-
         load_solutions(cfg.expert, cfg.pool if problems is None else len(problems[0]))
     optimizer = make_optimizer(cfg)
     graphdef, state = init_state(cfg, optimizer)  # so does a bad starting policy
