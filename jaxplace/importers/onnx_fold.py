@@ -72,6 +72,7 @@ class FoldedModel:
     opset: int
     source: str | None = None
     dim_values: dict[str, int] = field(default_factory=dict)  # as given
+    assumed: dict[str, tuple[list[int], int]] = field(default_factory=dict)
     failed: dict[str, str] = field(default_factory=dict)  # op type -> why not evaluated
 
 
@@ -178,10 +179,27 @@ def fold(model, dim_values: dict[str, int] | None = None, default_dim: int = 1,
         _infer(onnx, work, folded, injected, source)
         _analyze(onnx, g, folded)
         new = set(folded.values) - injected - {i.name for i in g.initializer}
-        if not new:
+        if not new and not _assume_shapes(g, folded):
             break
         injected |= new
     return folded
+
+
+def _assume_shapes(g, folded: FoldedModel) -> bool:
+    """Outputs of ops outside the default domain that shape inference cannot shape
+    take their first input's shape and type (so the ops after them are shaped);
+    True if any was added."""
+    added = False
+    for node in g.node:
+        if node.domain in ("", "ai.onnx") or not node.input:
+            continue
+        src = folded.info.get(node.input[0], (None, 0))
+        for o in node.output:
+            if o and src[0] is not None and folded.info.get(o, (None, 0))[0] is None:
+                folded.info[o] = (list(src[0]), src[1])
+                folded.assumed[o] = folded.info[o]
+                added = True
+    return added
 
 
 def _fix_dims(graph, dim_values, default_dim) -> set[str]:
@@ -245,6 +263,8 @@ def _infer(onnx, work, folded: FoldedModel, injected: set[str], source) -> None:
     del g.value_info[:]
     # IR 3 reads initializers only through graph inputs; the injected ones are not
     m.ir_version = max(int(m.ir_version), 4)
+    g.value_info.extend(onnx.helper.make_tensor_value_info(t, et, shape)
+                        for t, (shape, et) in folded.assumed.items())
     if injected:
         keep = [n for n in g.node if not (n.output and all(
             (o in injected or not o) for o in n.output))]

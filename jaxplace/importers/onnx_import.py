@@ -44,7 +44,8 @@ from jaxplace.importers.onnx_fold import (
 )
 
 UNKNOWN_RULE = ("1 FLOP per output element on the vector units, its input and output "
-                "bytes at memory bandwidth, plus the launch overhead")
+                "bytes at memory bandwidth, plus the launch overhead; an output ONNX "
+                "cannot shape takes the first input's shape")
 
 
 def warn_line(message: str) -> None:
