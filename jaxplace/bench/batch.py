@@ -133,7 +133,7 @@ def _gm(x) -> float:
 
 
 def report(recs: dict, lbs: list[float], args) -> tuple[str, bool]:
-    from jaxplace.bench.search import _table
+    from jaxplace.bench.runs import markdown_table as _table
 
     ref = recs.get(CPP)
     head = ["method", "total wall (cold)", "programs compiled (XLA / cache hits)",

@@ -114,7 +114,7 @@ def throughput(args, layers: int) -> tuple[int, float, float, float]:
 def run(args) -> int:
     import jax
 
-    from jaxplace.bench.search import _table
+    from jaxplace.bench.runs import markdown_table as _table
 
     head = ["model", "ops", "cluster", "k", "lower bound ms", "uniform naive ms",
             "uniform best order ms", "DFS fastest ms", "search ms", "stage devices",

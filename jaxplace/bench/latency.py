@@ -192,7 +192,7 @@ def run_small(args) -> list[list[str]]:
 
 
 def run(args) -> int:
-    from jaxplace.bench.search import _table
+    from jaxplace.bench.runs import markdown_table as _table
 
     if args.small:
         head = ["instance", "ops", "EFT ms", "MILP ms", "MILP bound ms", "status",

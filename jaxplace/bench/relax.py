@@ -40,7 +40,7 @@ def add_arguments(p) -> None:
 
 def run_method(problem, name: str, seed: int):
     """One search by bench name; returns the Result."""
-    from jaxplace.bench.search import run_method as search_method
+    from jaxplace.bench.runs import run_method as search_method
     from jaxplace.search import search
 
     if name == "relax":
@@ -89,7 +89,7 @@ def run(args) -> int:
 
 
 def _report(args, ks, methods, warm, ratios, times, grads, done: int) -> str:
-    from jaxplace.bench.search import _table
+    from jaxplace.bench.runs import markdown_table as _table
 
     head = ["method", *[f"k={k}" for k in ks]]
     q = [[m, *[f"{np.exp(np.mean(np.log(ratios[m, k]))):.4f}" for k in ks]] for m in methods]

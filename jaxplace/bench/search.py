@@ -27,10 +27,11 @@ whether the MIP incumbent improved on the search.
 
 from __future__ import annotations
 
-import re
 import time
 
 import numpy as np
+
+from jaxplace.bench.runs import markdown_table, run_method
 
 HELP = "search quality table (geometric-mean ratio to the simple bound) on REGAL graphs"
 
@@ -66,34 +67,6 @@ DNN_SUITE = (("transformer", {"layers": 16}), ("resnet", {"stages": (3, 8, 12, 3
              ("resnet", {"stages": (3, 4, 23, 3), "block": "bottleneck"}))
 
 
-#: The paper's names for BRKGA settings.
-ALIASES = {"brkga-10000": "brkga-100x100", "brkga-100": "brkga-10x10"}
-
-
-def run_method(problem, name: str, seed: int, **kw):
-    """One search by bench name (keywords such as `observer` go to `search`)."""
-    from jaxplace.search import search
-
-    name = ALIASES.get(name, name)
-    if m := re.fullmatch(r"random-(\d+)", name):
-        return search(problem, "random", budget=int(m[1]), seed=seed, progress=False, **kw)
-    if m := re.fullmatch(r"brkga-(\d+)x(\d+)", name):
-        P, G = int(m[1]), int(m[2])
-        return search(problem, "brkga", budget=P * G, population_size=P, seed=seed,
-                      progress=False, **kw)
-    return search(problem, name, seed=seed, progress=False, **kw)
-
-
-def _table(head, rows):
-    widths = [max(len(str(r[c])) for r in [head, *rows]) for c in range(len(head))]
-
-    def fmt(r):
-        return "| " + " | ".join(str(x).ljust(w) for x, w in zip(r, widths, strict=True)) + " |"
-
-    return "\n".join([fmt(head), "|" + "|".join("-" * (w + 2) for w in widths) + "|",
-                      *map(fmt, rows)])
-
-
 def run_dnn(args) -> int:
     import jaxplace as jp
     from jaxplace.generators import GENERATORS
@@ -126,7 +99,8 @@ def run_dnn(args) -> int:
             print(" ".join(map(str, rows[-1])), flush=True)
     text = (f"DNN-like graphs (generators, seed {args.seed + 1}), default search, "
             f"certify(simple, bottleneck, exact; {args.time_limit:g} s)\n\n"
-            + _table(head, rows) + f"\n\nsearch partition proven optimal: {proven}/{total}")
+            + markdown_table(head, rows)
+            + f"\n\nsearch partition proven optimal: {proven}/{total}")
     print(text)
     if args.markdown:
         with open(args.markdown, "w") as f:
@@ -168,7 +142,8 @@ def run(args) -> int:
     w = [[m, *[f"{np.median(times[m, k]):.2f}" for k in ks]] for m in methods]
     text = (f"REGAL-like graphs: regal_set({args.count}, seed={args.seed}), k in {ks}\n\n"
             "Geometric-mean ratio of the best cost to the simple lower bound:\n\n"
-            + _table(head, q) + "\n\nMedian wall time per run (s):\n\n" + _table(head, w))
+            + markdown_table(head, q) + "\n\nMedian wall time per run (s):\n\n"
+            + markdown_table(head, w))
     print(text)
     if args.markdown:
         with open(args.markdown, "w") as f:

@@ -62,7 +62,7 @@ def _curve(points, checkpoints=CHECKPOINTS) -> list[float]:
 
 def _pass(problems, method: str, seed: int) -> tuple[list[float], list[list[float]], float]:
     """One pass over the problems: (costs, curves, wall seconds)."""
-    from jaxplace.bench.search import run_method
+    from jaxplace.bench.runs import run_method
 
     costs, curves = [], []
     t0 = time.perf_counter()
@@ -160,7 +160,7 @@ def _gm(x) -> float:
 
 def report(recs: dict, lbs: list[float], args, ks) -> tuple[str, bool]:
     """The tables (markdown) and whether every target was met."""
-    from jaxplace.bench.search import _table
+    from jaxplace.bench.runs import markdown_table as _table
 
     ref = recs.get(CPP)
     head = ["method", "total wall (cold)", "programs compiled (XLA / cache hits)",

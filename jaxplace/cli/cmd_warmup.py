@@ -100,7 +100,7 @@ def plan(args) -> list[tuple[int, int, object, object]]:
 
 def _warm(problem, method: str) -> None:
     """One search of `method` that compiles its programs and stops soon after."""
-    from jaxplace.bench.search import run_method
+    from jaxplace.bench.runs import run_method
 
     if method == "default":  # both phases must run: stop each at its first stall
         from jaxplace.search import search

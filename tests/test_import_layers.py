@@ -1,0 +1,232 @@
+"""The import contract of jaxplace/, checked on the source with `ast` (nothing imported).
+
+- No `_private` module or name of jaxplace is imported from another subpackage: shared
+  internals have one public owner (`jaxplace.highs`, `jaxplace.jsonio`, ...).
+- No cycle between the modules of one subpackage, except the recorded ones below.
+- The subpackages and top-level modules form the layers of `LAYERS` (lowest first); an
+  import of a later layer from an earlier one, at module level or inside a function, is
+  a violation. The violations that exist are recorded in `ALLOWED_UPWARD`: the set may
+  only shrink (a new one fails; one that is gone must be removed from the list).
+
+Loads by string (`importlib.import_module`, registry "module:attr" entries) are not
+imports: they are how the package face and the registries defer loading. The package
+face `jaxplace/__init__.py` is left out for the same reason.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+PKG = Path(__file__).resolve().parents[1] / "jaxplace"
+
+#: lowest first. An entry names a subpackage or top-level module (`search`) or, where a
+#: package holds two layers, a module in it (`objectives.throughput`); a module belongs to
+#: its longest matching entry.
+LAYERS = (
+    "errors", "jsonio", "highs", "progress", "compile_cache", "code_maps",
+    "graph", "units", "partition", "importers", "cluster",
+    "objectives",  # the Objective contract, registry and dispatch (api)
+    "problem", "cost", "reference", "decoder", "generators",
+    "exact", "bounds", "objectives.ladder",
+    "search", "latency", "hetero", "policy", "relax", "multilevel",
+    "llm", "formats",
+    "objectives.throughput",  # the throughput objective: uses search, bounds, exact, formats
+    "spatial", "export", "report", "analysis", "bench", "cli", "__main__",
+)
+
+#: (importer layer, imported later layer) pairs that exist today; only ever remove.
+ALLOWED_UPWARD = frozenset({
+    ("bench", "cli"),  # bench.frameworks/workloads parse with cli.args; bench.policy runs cli.main
+    ("exact", "bounds"),  # exact.bound implements the bounds.base contract
+    ("exact", "search"),  # DP pruning bound from a search; noncontiguous search's results
+    ("graph", "units"),  # CompGraph.units builds units.Units
+    ("latency", "formats"),  # the latency objective's result dict
+    ("problem", "latency"),  # a latency Problem builds its LatencyInstance
+    ("search", "hetero"),  # search.programs scores unequal-device candidates
+    ("search", "latency"),  # search.programs scores latency candidates
+    ("search", "multilevel"),  # search.registry entry
+    ("search", "policy"),  # search.policy and search.many use the GNN policy
+    ("search", "relax"),  # search.registry entry
+})
+
+#: cycles between modules of one subpackage that exist today; only ever remove.
+ALLOWED_MODULE_CYCLES = (
+    {"cli.cmd_partition", "cli.partition_latency", "cli.partition_noncontiguous"},
+    {"search.many", "search.many_ray"},
+)
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(PKG.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _short(module: str) -> str:
+    return module.removeprefix("jaxplace.")
+
+
+def _private(part: str) -> bool:
+    return part.startswith("_") and not part.startswith("__")
+
+
+def _imports(tree: ast.AST, modules: set[str]):
+    """(imported module, imported names, line) for every jaxplace import in `tree`, at
+    any depth (function bodies included)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name == "jaxplace" or alias.name.startswith("jaxplace."):
+                    yield alias.name, (), node.lineno
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module and (
+                node.module == "jaxplace" or node.module.startswith("jaxplace.")):
+            names = []
+            for alias in node.names:
+                sub = f"{node.module}.{alias.name}"
+                if sub in modules:  # `from package import module`
+                    yield sub, (), node.lineno
+                else:
+                    names.append(alias.name)
+            if names:
+                yield node.module, tuple(names), node.lineno
+
+
+@pytest.fixture(scope="module")
+def edges():
+    """(importer, imported, names, line) for every jaxplace import, face left out."""
+    files = {_module_name(p): p for p in PKG.rglob("*.py") if "__pycache__" not in p.parts}
+    out = []
+    for name, path in sorted(files.items()):
+        if name == "jaxplace":
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        for target, names, line in _imports(tree, set(files)):
+            if target != "jaxplace":
+                out.append((name, target, names, line))
+    assert len(out) > 300, "the parser found too few imports to be reading jaxplace/"
+    return out
+
+
+def _unit(module: str) -> str:
+    return _short(module).split(".")[0]
+
+
+def _layer(module: str) -> str | None:
+    m = _short(module)
+    hits = [e for e in LAYERS if m == e or m.startswith(e + ".")]
+    return max(hits, key=len) if hits else None
+
+
+def _cycles(nodes, succ: dict[str, set[str]]) -> list[set[str]]:
+    """Strongly connected components with more than one node."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    out = []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in sorted(succ.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = set()
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.add(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(comp)
+
+    for v in sorted(nodes):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_no_private_import_across_subpackages(edges):
+    bad = []
+    for importer, target, names, line in edges:
+        if _unit(importer) == _unit(target):
+            continue
+        private = [p for p in _short(target).split(".") if _private(p)]
+        private += [n for n in names if _private(n)]
+        if private:
+            bad.append(f"{_short(importer)}:{line} imports {', '.join(private)} from "
+                       f"{_short(target)}")
+    assert not bad, ("a `_name` is only for its own subpackage; give the shared internal a "
+                     "public owner:\n" + "\n".join(bad))
+
+
+def test_every_unit_has_a_layer(edges):
+    units = {_unit(_module_name(p)) for p in PKG.rglob("*.py") if "__pycache__" not in p.parts}
+    missing = sorted(u for u in units - {"jaxplace"} if u not in LAYERS)
+    assert not missing, f"add to LAYERS in {Path(__file__).name}: {missing}"
+    assert len(set(LAYERS)) == len(LAYERS)
+
+
+def test_no_cycle_between_modules_of_one_subpackage(edges):
+    succ: dict[str, set[str]] = defaultdict(set)
+    for importer, target, _, _ in edges:
+        if importer != target and _unit(importer) == _unit(target):
+            succ[_short(importer)].add(_short(target))
+    cycles = _cycles(set(succ), succ)
+    new = [c for c in cycles if not any(c <= allowed for allowed in ALLOWED_MODULE_CYCLES)]
+    assert not new, "import cycles between modules of one subpackage: " + "; ".join(
+        " <-> ".join(sorted(c)) for c in new)
+    gone = [a for a in ALLOWED_MODULE_CYCLES if not any(a & c for c in cycles)]
+    assert not gone, f"these cycles are gone: remove them from ALLOWED_MODULE_CYCLES: {gone}"
+
+
+def _upward(edges) -> dict[tuple[str, str], list[str]]:
+    rank = {e: i for i, e in enumerate(LAYERS)}
+    found = defaultdict(list)
+    for importer, target, _, line in edges:
+        a, b = _layer(importer), _layer(target)
+        if a is not None and b is not None and rank[b] > rank[a]:
+            found[a, b].append(f"{_short(importer)}:{line} -> {_short(target)}")
+    return found
+
+
+def test_no_new_upward_import(edges):
+    new = {p: sites for p, sites in _upward(edges).items() if p not in ALLOWED_UPWARD}
+    assert not new, ("a lower layer imports a later one (LAYERS, lowest first); move the "
+                     "shared code down or the import up:\n" + "\n".join(
+                         f"{a} -> {b}: {', '.join(s)}" for (a, b), s in sorted(new.items())))
+
+
+def test_allowed_upward_imports_still_exist(edges):
+    gone = sorted(ALLOWED_UPWARD - set(_upward(edges)))
+    assert not gone, f"these layer violations are gone: remove them from ALLOWED_UPWARD: {gone}"
+
+
+def test_the_checks_see_violations():
+    """The parser and the layer map flag what they should, on hand-written sources."""
+    src = ("import jaxplace.search\n"
+           "def f():\n"
+           "    from jaxplace.bounds._model import build\n"
+           "    from jaxplace.exact import dp, _helper\n")
+    mods = {"jaxplace.search", "jaxplace.bounds._model", "jaxplace.exact", "jaxplace.exact.dp"}
+    found = sorted(_imports(ast.parse(src), mods))
+    assert found == [("jaxplace.bounds._model", ("build",), 3),
+                     ("jaxplace.exact", ("_helper",), 4), ("jaxplace.exact.dp", (), 4),
+                     ("jaxplace.search", (), 1)]
+    assert _layer("jaxplace.objectives.registry") == "objectives"
+    assert _layer("jaxplace.objectives.throughput") == "objectives.throughput"
+    edges = [("jaxplace.cost", "jaxplace.search.api", (), 1),
+             ("jaxplace.search.api", "jaxplace.cost", (), 1)]
+    assert set(_upward(edges)) == {("cost", "search")}
+    assert _cycles({"a", "b", "c"}, {"a": {"b"}, "b": {"a"}, "c": {"a"}}) == [{"a", "b"}]
