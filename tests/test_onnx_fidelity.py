@@ -245,7 +245,7 @@ def test_export_json_any_result_and_refusals(cnn_file, tmp_path, capsys):
     g = jp.CompGraph([1.0, 2.0, 3.0], [(0, 1), (1, 2)], size_out=[5.0, 6.0, 0.0])
     jp.formats.write_json(gpath, jp.formats.nodelink_data(g))
     gres = tmp_path / "gres.json"
-    jp.save_result(gres, jp.Problem(g, 2), np.array([0, 0, 1]), source=str(gpath))
+    jp.save_result(gres, jp.Problem(g, 2), [0, 0, 1], source=str(gpath))
     assert main(["export", str(gres), "--to", "json", "-o", "-"]) == 0
     plan = json.loads(capsys.readouterr().out)
     assert [len(st["ops"]) for st in plan["stages"]] == [2, 1]
