@@ -398,3 +398,25 @@ def test_data_dependent_shapes_are_one_warning_line(capsys):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "3 tensors have no static shape" in err
     assert g.num_nodes == 3 and g.node_attrs["out_bytes"].sum() == 0
+
+
+def test_unequal_device_result_exports_stages_on_its_devices(cnn_file, tmp_path, capsys):
+    from jaxplace.cli.main import main
+    from jaxplace.export.onnx_stages import run_stages
+
+    result, out = tmp_path / "r.json", tmp_path / "stages"
+    assert main(["partition", str(cnn_file), "--dim", "N=2", "--cluster", "moirai_intra",
+                 "--objective", "throughput", "--method", "dfs", "-q", "-o",
+                 str(result)]) == 0
+    data = json.loads(result.read_text())
+    assert main(["export", str(result), "--to", "onnx", "-o", str(out)]) == 0
+    plan = json.loads((out / "plan.json").read_text())
+    assert [st["device"] for st in plan["stages"]] == \
+        [data["stage_devices"][st["block"]] for st in plan["stages"]]
+    assert len(plan["stages"]) >= 2
+    x = np.random.default_rng(1).standard_normal((2, 3, 16, 16)).astype(np.float32)
+    want = ort.InferenceSession(str(cnn_file), providers=["CPUExecutionProvider"]).run(
+        None, {"X": x})[0]
+    got = list(run_stages(str(out), {"X": x}).values())[0]
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-7)
+    capsys.readouterr()

@@ -23,7 +23,12 @@ def neutral_plan(result: Mapping, result_path: str = "result", *,
                  model: str | None = None,
                  dim_values: Mapping[str, int] | None = None) -> dict:
     """The neutral plan of a result dict (see the module docstring)."""
-    op_block = result_op_blocks(result, result_path)
+    try:
+        model_path = find_model(result, result_path, model)[0] \
+            if "node_ids" not in result else None
+    except JaxplaceError:
+        model_path = None
+    op_block = result_op_blocks(result, result_path, model_path)
     devices = result_devices(result)
     stats = {int(b["block"]): b for b in result.get("blocks", ())}
     blocks = sorted(set(op_block.values()))

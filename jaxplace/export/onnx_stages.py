@@ -272,13 +272,27 @@ def run_stages(out_dir: str, feeds: Mapping, providers=("CPUExecutionProvider",)
 
 # -- from a result JSON -------------------------------------------------------------
 
-def result_op_blocks(result: Mapping, source: str = "result") -> dict[str, int]:
+def result_op_blocks(result: Mapping, source: str = "result",
+                     model_path: str | None = None) -> dict[str, int]:
     """Block of every original op of a result (coarsened / fused results map back
-    through their `original_ops`)."""
-    if "assignment" not in result or "node_ids" not in result:
-        raise JaxplaceError("missing field 'assignment' or 'node_ids': not a jaxplace "
-                            "result", source=source)
+    through their `original_ops`). A result without `node_ids` (an unequal-device
+    plan) names its ops by position: the compute ops of `model_path` in graph order,
+    as the importer numbers them."""
+    if "assignment" not in result:
+        raise JaxplaceError("missing field 'assignment': not a jaxplace result",
+                            source=source)
     a = [int(b) for b in result["assignment"]]
+    if "node_ids" not in result:
+        if model_path is None:
+            raise JaxplaceError("missing field 'node_ids' (op names) and no model file to "
+                                "name the ops by", source=source)
+        proto, _ = load_model(model_path)
+        folded = fold(proto, source=model_path)
+        names = [folded.names[i] for i in folded.compute]
+        if len(names) != len(a):
+            raise JaxplaceError(f"{len(a)} entries for the {len(names)} compute ops of "
+                                f"{model_path}", source=source, field="assignment")
+        return dict(zip(names, a, strict=True))
     if result.get("original_ops"):
         group = dict(zip(result["node_ids"], a, strict=True))
         return {str(e["name"]): int(e["block"]) if "block" in e else group[e["group"]]
@@ -338,6 +352,6 @@ def export_result_onnx(result_path: str, out_dir: str, *, model: str | None = No
                             "stage files: partition without --noncontiguous",
                             source=result_path)
     dims = {**((result.get("source_model") or {}).get("dims") or {}), **(dim_values or {})}
-    return export_onnx_stages(path, result_op_blocks(result, result_path), out_dir,
+    return export_onnx_stages(path, result_op_blocks(result, result_path, path), out_dir,
                               devices=result_devices(result), dim_values=dims,
                               provenance=prov, source=result_path)

@@ -7,6 +7,7 @@ one, write the function (see methods.py) and add an entry here, or at run time
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -51,26 +52,16 @@ def _policy_method(name: str):
     return run
 
 
-def _relax_method(name: str):
+def _lazy(target: str) -> Callable[[SearchRequest], Result]:
+    """The run function "module:attribute", imported on its first call: methods that live
+    in packages built on this one (relax/, exact/, multilevel/), or need HiGHS."""
+    module, attr = target.split(":")
+
     def run(req: SearchRequest) -> Result:
-        from jaxplace.relax.search import relax_brkga_search, relax_search
+        return getattr(importlib.import_module(module), attr)(req)
 
-        return (relax_brkga_search if name == "relax+brkga" else relax_search)(req)
-
-    run.__name__ = f"run_{name.replace('+', '_')}"
+    run.__name__ = f"run_{attr}"
     return run
-
-
-def _noncontiguous_search(req: SearchRequest) -> Result:
-    from jaxplace.exact.noncontiguous import noncontiguous_search  # highspy on first use
-
-    return noncontiguous_search(req)
-
-
-def _multilevel_search(req: SearchRequest) -> Result:
-    from jaxplace.multilevel.search import multilevel_search
-
-    return multilevel_search(req)
 
 
 def _build() -> dict[str, Method]:
@@ -90,14 +81,15 @@ def _build() -> dict[str, Method]:
                          "the shipped GNN policy: greedy plus samples"),
         "policy+brkga": Method("policy+brkga", _policy_method("policy+brkga"),
                                description="BRKGA seeded and mutated from the policy"),
-        "relax": Method("relax", _relax_method("relax"), 256,
+        "relax": Method("relax", _lazy("jaxplace.relax.search:relax_search"), 256,
                         "gradient descent on a smooth surrogate, decoded exactly"),
-        "relax+brkga": Method("relax+brkga", _relax_method("relax+brkga"),
+        "relax+brkga": Method("relax+brkga", _lazy("jaxplace.relax.search:relax_brkga_search"),
                               description="BRKGA seeded with relaxed solutions"),
-        "noncontiguous": Method("noncontiguous", _noncontiguous_search, 1,
+        "noncontiguous": Method("noncontiguous",
+                                _lazy("jaxplace.exact.noncontiguous:noncontiguous_search"), 1,
                                 "non-contiguous split by the IP of Tarnawski et al. "
                                 "(HiGHS; virtual-device pipeline)"),
-        "multilevel": Method("multilevel", _multilevel_search, 1,
+        "multilevel": Method("multilevel", _lazy("jaxplace.multilevel.search:multilevel_search"), 1,
                              "coarsen, search the coarsest level, refine every level "
                              "(graphs of thousands of ops; time-limited)"),
     }
