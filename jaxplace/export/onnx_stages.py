@@ -206,6 +206,9 @@ def export_onnx_stages(model_path: str, op_block: Mapping[str, int], out_dir: st
     cuts = cut_stages(full, op_block, source)
     folded = fold(model, dict(dim_values or {}), 1, model_path)
     types = _value_types(model)
+    for t, (_, et) in folded.info.items():  # not typed by the model: the folded type
+        if t not in types and et:
+            types[t] = onnx.helper.make_tensor_value_info(t, et, None)
 
     def nbytes(t):
         shape, et = folded.info.get(t, (None, 1))
