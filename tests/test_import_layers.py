@@ -48,9 +48,7 @@ ALLOWED_UPWARD = frozenset({
     ("problem", "latency"),  # a latency Problem builds its LatencyInstance
     ("search", "hetero"),  # search.programs scores unequal-device candidates
     ("search", "latency"),  # search.programs scores latency candidates
-    ("search", "multilevel"),  # search.registry entry
     ("search", "policy"),  # search.policy and search.many use the GNN policy
-    ("search", "relax"),  # search.registry entry
 })
 
 #: cycles between modules of one subpackage that exist today; only ever remove.
