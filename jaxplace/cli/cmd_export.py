@@ -49,6 +49,7 @@ def run(args) -> int:
         raise JaxplaceError("not a jaxplace result", source=args.result)
     if args.to == "json":
         data = _json(args, result, dims)
+        _fewer_note(args.result, data["num_stages"], result)
         if args.output == "-":
             write_json("-", data)
             return 0
@@ -83,6 +84,7 @@ def _onnx(args, dims) -> int:
         raise JaxplaceError("is a file, expected a folder", source=str(out),
                             field="--output")
     plan = export_result_onnx(args.result, str(out), model=args.model, dim_values=dims)
+    _fewer_note(args.result, plan["num_stages"])
     for st in plan["stages"]:
         ins = sum(i["bytes"] or 0 for i in st["inputs"])
         outs = sum(o["bytes"] or 0 for o in st["outputs"])
@@ -92,6 +94,17 @@ def _onnx(args, dims) -> int:
               f"out {len(st['outputs'])} tensors {outs:.0f} bytes")
     print(f"wrote {out / 'plan.json'}")
     return 0
+
+
+def _fewer_note(path, stages: int, result=None) -> None:
+    from jaxplace.cli.args import note
+    from jaxplace.formats import read_json
+
+    result = read_json(path) if result is None else result
+    k = result.get("k")
+    if isinstance(k, int) and stages < k:
+        note(f"{path} uses {stages} of its k = {k} stages: its partition left the other "
+             "blocks empty")
 
 
 def _json(args, result, dims) -> dict:
