@@ -94,8 +94,7 @@ def _imports(tree: ast.AST, modules: set[str]):
                 yield node.module, tuple(names), node.lineno
 
 
-@pytest.fixture(scope="module")
-def edges():
+def collect_edges() -> list[tuple[str, str, tuple[str, ...], int]]:
     """(importer, imported, names, line) for every jaxplace import, face left out."""
     files = {_module_name(p): p for p in PKG.rglob("*.py") if "__pycache__" not in p.parts}
     out = []
@@ -106,6 +105,12 @@ def edges():
         for target, names, line in _imports(tree, set(files)):
             if target != "jaxplace":
                 out.append((name, target, names, line))
+    return out
+
+
+@pytest.fixture(scope="module")
+def edges():
+    out = collect_edges()
     assert len(out) > 300, "the parser found too few imports to be reading jaxplace/"
     return out
 
@@ -155,7 +160,8 @@ def _cycles(nodes, succ: dict[str, set[str]]) -> list[set[str]]:
     return out
 
 
-def test_no_private_import_across_subpackages(edges):
+def private_imports(edges) -> list[str]:
+    """The imports of a `_private` module or name of another subpackage."""
     bad = []
     for importer, target, names, line in edges:
         if _unit(importer) == _unit(target):
@@ -165,6 +171,11 @@ def test_no_private_import_across_subpackages(edges):
         if private:
             bad.append(f"{_short(importer)}:{line} imports {', '.join(private)} from "
                        f"{_short(target)}")
+    return bad
+
+
+def test_no_private_import_across_subpackages(edges):
+    bad = private_imports(edges)
     assert not bad, ("a `_name` is only for its own subpackage; give the shared internal a "
                      "public owner:\n" + "\n".join(bad))
 
@@ -189,7 +200,7 @@ def test_no_cycle_between_modules_of_one_subpackage(edges):
     assert not gone, f"these cycles are gone: remove them from ALLOWED_MODULE_CYCLES: {gone}"
 
 
-def _upward(edges) -> dict[tuple[str, str], list[str]]:
+def upward_imports(edges) -> dict[tuple[str, str], list[str]]:
     rank = {e: i for i, e in enumerate(LAYERS)}
     found = defaultdict(list)
     for importer, target, _, line in edges:
@@ -200,14 +211,14 @@ def _upward(edges) -> dict[tuple[str, str], list[str]]:
 
 
 def test_no_new_upward_import(edges):
-    new = {p: sites for p, sites in _upward(edges).items() if p not in ALLOWED_UPWARD}
+    new = {p: sites for p, sites in upward_imports(edges).items() if p not in ALLOWED_UPWARD}
     assert not new, ("a lower layer imports a later one (LAYERS, lowest first); move the "
                      "shared code down or the import up:\n" + "\n".join(
                          f"{a} -> {b}: {', '.join(s)}" for (a, b), s in sorted(new.items())))
 
 
 def test_allowed_upward_imports_still_exist(edges):
-    gone = sorted(ALLOWED_UPWARD - set(_upward(edges)))
+    gone = sorted(ALLOWED_UPWARD - set(upward_imports(edges)))
     assert not gone, f"these layer violations are gone: remove them from ALLOWED_UPWARD: {gone}"
 
 
@@ -226,5 +237,11 @@ def test_the_checks_see_violations():
     assert _layer("jaxplace.objectives.throughput") == "objectives.throughput"
     edges = [("jaxplace.cost", "jaxplace.search.api", (), 1),
              ("jaxplace.search.api", "jaxplace.cost", (), 1)]
-    assert set(_upward(edges)) == {("cost", "search")}
+    assert set(upward_imports(edges)) == {("cost", "search")}
+    assert private_imports([("jaxplace.exact.dp", "jaxplace.bounds._highs", (), 3),
+                            ("jaxplace.cli.main", "jaxplace.formats", ("_json", "ok"), 4),
+                            ("jaxplace.bounds.cover", "jaxplace.bounds._model", ("_x",), 5),
+                            ("jaxplace.cli.main", "jaxplace.formats.__init__", (), 6)]) == [
+        "exact.dp:3 imports _highs from bounds._highs",
+        "cli.main:4 imports _json from formats"]
     assert _cycles({"a", "b", "c"}, {"a": {"b"}, "b": {"a"}, "c": {"a"}}) == [{"a", "b"}]
