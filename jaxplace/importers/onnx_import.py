@@ -149,7 +149,7 @@ def _convert(folded: FoldedModel, dev, source) -> CompGraph:
         for o, tid in zip(outs, tids, strict=True):
             if o:
                 env[o] = ("t", tid)
-    meta = {"source": "onnx", "name": g.name or (os.path.basename(source) if source else
+    meta = {"source": "onnx", "format": "onnx", "name": g.name or (os.path.basename(source) if source else
                                                   "onnx"),
             "defaulted_dims": folded.defaulted_dims, "dim_values": dict(folded.dim_values),
             "unknown_ops": sorted(unknown),
