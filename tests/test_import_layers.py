@@ -46,8 +46,6 @@ ALLOWED_UPWARD = frozenset({
     ("graph", "units"),  # CompGraph.units builds units.Units
     ("latency", "formats"),  # the latency objective's result dict
     ("problem", "latency"),  # a latency Problem builds its LatencyInstance
-    ("search", "hetero"),  # search.programs scores unequal-device candidates
-    ("search", "latency"),  # search.programs scores latency candidates
     ("search", "policy"),  # search.policy and search.many use the GNN policy
 })
 

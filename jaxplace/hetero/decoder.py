@@ -326,6 +326,18 @@ def score(spec: HeteroSpec, g: HeteroGraph, X: jnp.ndarray) -> jnp.ndarray:
 score_jit = jax.jit(score, static_argnums=0)
 
 
+@dataclass(frozen=True)
+class HeteroFitness:
+    """The search fitness of this objective (`search.programs.Fitness`): the pipeline
+    bottleneck on unequal devices of rows of N node priorities then D device keys;
+    `data` is the search's `SearchData`, `data.g` a `HeteroGraph`."""
+
+    spec: HeteroSpec
+
+    def __call__(self, data, X: jnp.ndarray) -> jnp.ndarray:
+        return score(self.spec, data.g, X)
+
+
 def candidate_rows(inst, spec: HeteroSpec, X) -> np.ndarray:
     """(P, width) rows from (P, n) node priorities or (P, n + d) priorities and device
     keys (no device keys: the cluster's order)."""
@@ -358,6 +370,6 @@ def evaluate(inst, k: int, X, *, dtype=jnp.float32, chunk: int = 256,
     return np.concatenate(out).astype(np.float64)
 
 
-__all__ = ["FLOAT32_RTOL", "HeteroGraph", "HeteroSpec", "bottleneck_one",
+__all__ = ["FLOAT32_RTOL", "HeteroFitness", "HeteroGraph", "HeteroSpec", "bottleneck_one",
            "candidate_rows", "cut_traffic", "device_order", "evaluate", "hetero_graph",
            "make_spec", "score", "score_jit", "slice_one"]

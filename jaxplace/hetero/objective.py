@@ -113,7 +113,7 @@ class UnequalDevices(Objective):
         return hetero_graph(req.problem.pipeline_instance, req.problem.k)
 
     def fitness(self, req):
-        from jaxplace.search.programs import HeteroFitness
+        from jaxplace.hetero.decoder import HeteroFitness
 
         return HeteroFitness(req.spec)
 

@@ -281,6 +281,18 @@ def score(spec: LatencySpec, g: LatencyGraph, X: jnp.ndarray) -> jnp.ndarray:
 score_jit = jax.jit(score, static_argnums=0)
 
 
+@dataclass(frozen=True)
+class LatencyFitness:
+    """The search fitness of this objective (`search.programs.Fitness`): the makespan of
+    the list schedule of Kahn(x); `data` is the search's `SearchData`, `data.g` a
+    `LatencyGraph`."""
+
+    spec: LatencySpec
+
+    def __call__(self, data, X: jnp.ndarray) -> jnp.ndarray:
+        return score(self.spec, data.g, X)
+
+
 def evaluate(inst: LatencyInstance, X, *, dtype=jnp.float32, chunk: int = 256,
              spec: LatencySpec | None = None) -> np.ndarray:
     """(P,) makespans of (P, n) priorities (host helper): calls of `chunk` rows, so
@@ -297,5 +309,6 @@ def evaluate(inst: LatencyInstance, X, *, dtype=jnp.float32, chunk: int = 256,
     return np.concatenate(out).astype(np.float64)
 
 
-__all__ = ["FLOAT32_RTOL", "LatencyGraph", "LatencySpec", "evaluate", "latency_graph",
+__all__ = ["FLOAT32_RTOL", "LatencyFitness", "LatencyGraph", "LatencySpec", "evaluate",
+           "latency_graph",
            "make_spec", "makespan_one", "score", "score_jit"]

@@ -169,7 +169,7 @@ class Latency(Objective):
         return latency_graph(req.problem.latency)
 
     def fitness(self, req):
-        from jaxplace.search.programs import LatencyFitness
+        from jaxplace.latency.decoder import LatencyFitness
 
         return LatencyFitness(req.spec)
 

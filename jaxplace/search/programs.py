@@ -11,9 +11,9 @@ satisfies the `Program` protocol:
 Device arrays (the padded graph, tunable parameters) travel in `data`, a
 `SearchData` pytree, so one compiled chunk serves every graph of the same padded
 shape. What a candidate costs is a `Fitness`: a hashable callable
-`fitness(data, X) -> (P,)`: the decoder (`DecodeFitness`), the latency list scheduler
-(`LatencyFitness`) or the linear-arrangement surrogate (`ArrangementFitness`); other
-objectives plug in the same way.
+`fitness(data, X) -> (P,)`: the decoder (`DecodeFitness`) or the linear-arrangement
+surrogate (`ArrangementFitness`); the other objectives bring theirs from their own
+packages (`latency.decoder.LatencyFitness`, `hetero.decoder.HeteroFitness`).
 
 Candidates are (P, width) float32 priority rows; columns >= n are padding that the
 decoder ignores.
@@ -100,32 +100,6 @@ class DecodeFitness:
 
     def __call__(self, data: SearchData, X: jnp.ndarray) -> jnp.ndarray:
         return score(self.spec, data.g, X, window=self.window)
-
-
-@dataclass(frozen=True)
-class LatencyFitness:
-    """The makespan of the list schedule of Kahn(x) (`jaxplace.latency.decoder`):
-    the objective of latency problems; `data.g` is a `LatencyGraph`."""
-
-    spec: Any  # jaxplace.latency.decoder.LatencySpec
-
-    def __call__(self, data: SearchData, X: jnp.ndarray) -> jnp.ndarray:
-        from jaxplace.latency.decoder import score as latency_score
-
-        return latency_score(self.spec, data.g, X)
-
-
-@dataclass(frozen=True)
-class HeteroFitness:
-    """The pipeline bottleneck on unequal devices (`jaxplace.hetero.decoder`): rows of
-    N node priorities then D device keys; `data.g` is a `HeteroGraph`."""
-
-    spec: Any  # jaxplace.hetero.decoder.HeteroSpec
-
-    def __call__(self, data: SearchData, X: jnp.ndarray) -> jnp.ndarray:
-        from jaxplace.hetero.decoder import score as hetero_score
-
-        return hetero_score(self.spec, data.g, X)
 
 
 @dataclass(frozen=True)
@@ -395,6 +369,6 @@ class ShiftSearch:
 
 
 __all__ = ["ArrangementFitness", "DecodeFitness", "EvosaxProgram", "Fitness",
-           "HeteroFitness", "LatencyFitness", "Program",
+           "Program",
            "RandomProgram", "SearchData", "ShiftSearch", "algorithms", "arrangement_cost",
            "arrangement_edges", "neighbour_table", "order_priorities", "orders_of"]
