@@ -208,3 +208,15 @@ def test_choose_methods_adds_the_station_rungs():
     methods, _ = choose_methods(wide, ("bottleneck", "bottleneck-guess", "exact"))
     assert methods == ("simple", "station", "bottleneck", "bottleneck-guess",
                        "station-check", "exact")
+
+
+def test_zero_work_graph():
+    """No work, a tensor that must cross (the capacity splits the two ops): the simple
+    bound is 0, OPT = 1 (out of one block, into the other); the climb from 0 works."""
+    g = jp.CompGraph([0.0, 0.0], [(0, 1)], size_param=[1.0, 1.0], size_out=[1.0, 0.0])
+    problem = jp.Problem(g, 2, capacity=1.0)
+    assert brute_force_optimum(problem) == 1.0
+    cert = certify(problem, methods=("simple", "station", "station-check"), samples=2,
+                   time_limit=5)
+    assert cert.upper_bound == 1.0
+    assert 1.0 - 1e-3 <= cert.result("station-check").bound <= 1.0

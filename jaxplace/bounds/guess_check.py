@@ -71,7 +71,7 @@ def guess_and_check(problem: Problem, context: BoundContext,
     top = ub  # the upper end of the search: the best cost, or an unanswered guess
     best, best_cost = None, math.inf
     checks = []
-    step = config.step * lo
+    step = max(config.step * lo, config.rtol * top)  # lo may be 0 (no work at all)
     while top - lo > config.rtol * top:
         left = deadline - time.perf_counter()
         if left < config.min_check:
