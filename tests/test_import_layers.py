@@ -31,8 +31,9 @@ LAYERS = (
     "graph", "units", "partition", "importers", "cluster",
     "objectives",  # the Objective contract, registry and dispatch (api)
     "problem", "cost", "reference", "decoder", "generators",
-    "exact", "bounds", "objectives.ladder",
-    "search", "latency", "hetero", "policy", "relax", "multilevel",
+    "bounds", "objectives.ladder", "search",
+    "exact",  # the DP over ideals and the non-contiguous IP: bounds and search methods
+    "latency", "hetero", "policy", "relax", "multilevel",
     "llm", "formats",
     "objectives.throughput",  # the throughput objective: uses search, bounds, exact, formats
     "spatial", "export", "report", "analysis", "bench", "cli", "__main__",
@@ -41,8 +42,7 @@ LAYERS = (
 #: (importer layer, imported later layer) pairs that exist today; only ever remove.
 ALLOWED_UPWARD = frozenset({
     ("bench", "cli"),  # bench.frameworks/workloads parse with cli.args; bench.policy runs cli.main
-    ("exact", "bounds"),  # exact.bound implements the bounds.base contract
-    ("exact", "search"),  # DP pruning bound from a search; noncontiguous search's results
+    ("bounds", "exact"),  # bounds.registry: the ideals rung (exact.bound) and its size
     ("graph", "units"),  # CompGraph.units builds units.Units
     ("latency", "formats"),  # the latency objective's result dict
     ("problem", "latency"),  # a latency Problem builds its LatencyInstance
