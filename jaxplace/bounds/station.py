@@ -115,42 +115,46 @@ def _closure(n: int, edges: np.ndarray, topo: np.ndarray, reverse: bool) -> np.n
     return reach
 
 
-def _shares(inside: np.ndarray, pt: np.ndarray, pc: np.ndarray, tsize: np.ndarray,
-            work: np.ndarray, prod: np.ndarray, num_t: int, out_side: bool) -> np.ndarray:
-    """The transfer term of every row of `inside` ((r, n) bool sets), see the module doc.
+def _per_tensor(live: np.ndarray, pt: np.ndarray, vals: np.ndarray | None,
+                num_t: int) -> tuple[np.ndarray, np.ndarray]:
+    """((r, T) bool, (r, T) float): which tensors have a live pair in each row, and the
+    sum of `vals` ((r, P), or None) over their live pairs."""
+    r = live.shape[0]
+    rr = np.broadcast_to(np.arange(r)[:, None], live.shape)[live]
+    tt = np.broadcast_to(pt, live.shape)[live]
+    has = np.zeros((r, num_t), dtype=bool)
+    has[rr, tt] = True
+    total = np.zeros((r, num_t))
+    if vals is not None:
+        np.add.at(total, (rr, tt), vals[live])
+    return has, total
 
-    pt, pc: (P,) int64 tensor and consumer of every (tensor, consumer) pair; tsize:
-    (T,) size / B; prod: (T,) producer.
-    """
+
+def _leaving(inside, pt, pc, tsize, work, prod, num_t) -> np.ndarray:
+    """Per row of `inside` ((r, n) bool sets): the sum over tensors produced inside with
+    consumers outside of min(size / B, their outside consumers' share of work), each
+    consumer's work split evenly over the tensors of the set it consumes."""
     r, n = inside.shape
-    rows = np.arange(r)[:, None]
-    if out_side:
-        # tensors produced inside, consumers outside share their work among such tensors
-        live = inside[:, prod[pt]] & ~inside[:, pc]  # (r, P)
-        deg = np.zeros((r, n))
-        np.add.at(deg, (np.broadcast_to(rows, live.shape)[live],
-                        np.broadcast_to(pc, live.shape)[live]), 1.0)
-        # a consumer of several tensors of one producer-set counts each tensor once
-        share = np.where(live, work[pc] / np.maximum(deg[:, pc], 1.0), 0.0)
-    else:
-        # tensors consumed inside, producers outside share their work among them
-        live = ~inside[:, prod[pt]] & inside[:, pc]
-        share = None
-    tens_live = np.zeros((r, num_t), dtype=bool)
-    np.logical_or.at(tens_live, (np.broadcast_to(rows, live.shape)[live],
-                                 np.broadcast_to(pt, live.shape)[live]), True)
-    if out_side:
-        tshare = np.zeros((r, num_t))
-        np.add.at(tshare, (np.broadcast_to(rows, live.shape)[live],
-                           np.broadcast_to(pt, live.shape)[live]), share[live])
-    else:
-        # producer p's work split over the live tensors it produces
-        ntp = np.zeros((r, n))
-        tr, tt = np.nonzero(tens_live)
-        np.add.at(ntp, (tr, prod[tt]), 1.0)
-        tshare = np.where(tens_live, work[prod][None, :]
-                          / np.maximum(ntp[:, prod], 1.0), 0.0)
-    return np.where(tens_live, np.minimum(tsize[None, :], tshare), 0.0).sum(axis=1)
+    live = inside[:, prod[pt]] & ~inside[:, pc]  # (r, P) pairs leaving the set
+    deg = np.zeros((r, n))
+    rr = np.broadcast_to(np.arange(r)[:, None], live.shape)[live]
+    np.add.at(deg, (rr, np.broadcast_to(pc, live.shape)[live]), 1.0)
+    share = work[pc][None, :] / np.maximum(np.take(deg, pc, axis=1), 1.0)
+    has, total = _per_tensor(live, pt, share, num_t)
+    return np.where(has, np.minimum(tsize[None, :], total), 0.0).sum(axis=1)
+
+
+def _entering(inside, pt, pc, tsize, work, prod, num_t) -> np.ndarray:
+    """Per row: the sum over tensors produced outside with consumers inside of
+    min(size / B, the producer's work split evenly over its tensors counted here)."""
+    r, n = inside.shape
+    live = ~inside[:, prod[pt]] & inside[:, pc]  # (r, P) pairs entering the set
+    has, _ = _per_tensor(live, pt, None, num_t)
+    per_producer = np.zeros((r, n))
+    tr, tt = np.nonzero(has)
+    np.add.at(per_producer, (tr, prod[tt]), 1.0)
+    share = work[prod][None, :] / np.maximum(np.take(per_producer, prod, axis=1), 1.0)
+    return np.where(has, np.minimum(tsize[None, :], share), 0.0).sum(axis=1)
 
 
 def _transfer_terms(problem: Problem, reach: np.ndarray, out_side: bool,
@@ -164,10 +168,11 @@ def _transfer_terms(problem: Problem, reach: np.ndarray, out_side: bool,
     keep = g.tensor_producer[pt] != pc
     pt, pc = pt[keep], pc[keep]
     tsize = g.tensor_size / problem.bandwidth
+    term = _leaving if out_side else _entering
     out = np.zeros(problem.n)
     for s in range(0, problem.n, chunk):
-        out[s:s + chunk] = _shares(reach[s:s + chunk], pt, pc, tsize, g.work,
-                                   g.tensor_producer, g.num_tensors, out_side)
+        out[s:s + chunk] = term(reach[s:s + chunk], pt, pc, tsize, g.work,
+                                g.tensor_producer, g.num_tensors)
     return out
 
 
