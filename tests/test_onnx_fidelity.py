@@ -420,3 +420,25 @@ def test_unequal_device_result_exports_stages_on_its_devices(cnn_file, tmp_path,
     got = list(run_stages(str(out), {"X": x}).values())[0]
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-7)
     capsys.readouterr()
+
+
+def test_lstm_has_a_cost_rule_and_its_weights():
+    b = helper
+    rng = np.random.default_rng(0)
+    seq, batch, inp, hid = 5, 2, 8, 16
+    inits = [numpy_helper.from_array(rng.standard_normal(s).astype(np.float32), n)
+             for n, s in (("W", (1, 4 * hid, inp)), ("R", (1, 4 * hid, hid)),
+                          ("B", (1, 8 * hid)))]
+    nodes = [b.make_node("LSTM", ["X", "W", "R", "B"], ["Y", "Y_h"], hidden_size=hid,
+                         name="lstm"),
+             b.make_node("Relu", ["Y_h"], ["Z"], name="relu")]
+    m = b.make_model(b.make_graph(nodes, "rnn", [b.make_tensor_value_info(
+        "X", TensorProto.FLOAT, [seq, batch, inp])], [b.make_tensor_value_info(
+            "Z", TensorProto.FLOAT, None)], inits), opset_imports=[b.make_opsetid("", 14)])
+    g = from_onnx(m)
+    assert g.meta["unknown_ops"] == [] and g.names == ("lstm", "relu")
+    steps = seq * batch
+    assert g.node_attrs["flops"][0] == 2 * steps * (4 * hid * inp + 4 * hid * hid) + \
+        4 * steps * 4 * hid
+    assert g.size_param[0] == 4 * (4 * hid * inp + 4 * hid * hid + 8 * hid)
+    assert g.node_attrs["out_bytes"][0] == 4 * (seq * batch * hid + batch * hid)

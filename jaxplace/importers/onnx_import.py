@@ -149,8 +149,8 @@ def _convert(folded: FoldedModel, dev, source) -> CompGraph:
         for o, tid in zip(outs, tids, strict=True):
             if o:
                 env[o] = ("t", tid)
-    meta = {"source": "onnx", "format": "onnx", "name": g.name or (os.path.basename(source) if source else
-                                                  "onnx"),
+    name = g.name or (os.path.basename(source) if source else "onnx")
+    meta = {"source": "onnx", "format": "onnx", "name": name,
             "defaulted_dims": folded.defaulted_dims, "dim_values": dict(folded.dim_values),
             "unknown_ops": sorted(unknown),
             "unknown_rule": UNKNOWN_RULE, "opset": folded.opset,
@@ -192,6 +192,9 @@ def _node_cost(onnx, node, ins, info, nbytes, dev, unknown
     return float(flops), float(moved), float(t), dtype
 
 
+_RNN_GATES = {"LSTM": 4, "GRU": 3, "RNN": 1}
+
+
 def node_flops(onnx, node, op, cat, ins, outs, info, shape, et, in_elems, out_elems,
                unknown):
     """(FLOPs, runs on the matrix units, elem type that sets the rate) of one ONNX
@@ -210,7 +213,14 @@ def node_flops(onnx, node, op, cat, ins, outs, info, shape, et, in_elems, out_el
         n = bsh[0] if attr(node, "transB", 0) else bsh[1]
         flops = 2.0 * m * n * k + (m * n if len(ins) > 2 else 0)
         matrix, et = True, info.get(ins[0], ([], et))[1]
-    elif op in ("Conv", "ConvInteger", "QLinearConv"):
+    elif op in _RNN_GATES:  # the input and recurrent matmuls of every step, + gates
+        w, r = shape(ins[1]), shape(ins[2])
+        x = shape(ins[0])
+        steps_batch = x[0] * x[1]  # seq x batch in either layout
+        flops = 2.0 * steps_batch * (rl.numel(w) + rl.numel(r)) + \
+            rl.TRANSCENDENTAL_FLOPS * steps_batch * w[0] * w[1]
+        matrix, et = True, info.get(ins[0], ([], et))[1]
+    elif op in ("Conv", "ConvInteger", "QLinearConv", "DeformConv"):
         w = shape(ins[3] if op == "QLinearConv" else ins[1])
         out = shape(outs[0])
         flops = rl.conv_flops(out, w[1], w[2:]) + (rl.numel(out) if op == "Conv"

@@ -12,6 +12,8 @@ FLOP conventions (a multiply-add is 2 FLOPs):
 - matrix products (JAX `dot_general`, ONNX MatMul/Gemm/Einsum): 2*M*N*K per batch
   element, i.e. 2 * output elements * contracted size;
 - convolutions: 2 * output elements * (C_in / groups) * prod(kernel window);
+- recurrent cells (ONNX LSTM, GRU, RNN): 2 * steps * batch * (weight elements of W
+  and R), plus `TRANSCENDENTAL_FLOPS` per gate element per step;
 - elementwise ops: 1 FLOP per output element, transcendental ones (exp, tanh, erf,
   rsqrt, ...) `TRANSCENDENTAL_FLOPS` per element;
 - reductions: 1 FLOP per input element; normalisation ops given as one op (ONNX
@@ -40,7 +42,8 @@ VIEW_OPS = frozenset({
     "optimization_barrier", "name", "pvary", "sharding_constraint",
     # ONNX
     "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Shape", "Size", "Constant",
-    "Dropout", "ConstantOfShape", "EyeLike",
+    "Dropout", "ConstantOfShape", "EyeLike", "BitCast", "Optional", "OptionalGetElement",
+    "OptionalHasElement",
 })
 
 LAYOUT_OPS = frozenset({
@@ -53,7 +56,8 @@ LAYOUT_OPS = frozenset({
     "Transpose", "Concat", "Slice", "Gather", "GatherElements", "GatherND", "Split",
     "Pad", "Expand", "Tile", "ScatterND", "ScatterElements", "DepthToSpace",
     "SpaceToDepth", "Resize", "Upsample", "Range", "NonZero", "OneHot", "TopK",
-    "Compress", "ReverseSequence", "Trilu",
+    "Compress", "ReverseSequence", "Trilu", "Scatter", "GridSample", "RoiAlign",
+    "CenterCropPad", "Col2Im", "MaxUnpool", "AffineGrid", "Unique",
 })
 
 SCATTER_OPS = frozenset({"scatter", "scatter_add", "scatter-add", "scatter_mul",
@@ -71,7 +75,10 @@ ELEMENTWISE_OPS = frozenset({
     "Add", "Sub", "Mul", "Div", "Relu", "Neg", "Abs", "Max", "Min", "Where", "Equal",
     "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "Not", "And", "Or", "Xor", "Cast",
     "CastLike", "Floor", "Ceil", "Round", "Sign", "Mod", "BitShift", "Clip", "LeakyRelu",
-    "PRelu", "Sum", "Mean", "IsNaN", "IsInf", "ThresholdedRelu", "Shrink",
+    "PRelu", "Sum", "Mean", "IsNaN", "IsInf", "ThresholdedRelu", "Shrink", "BitwiseAnd",
+    "BitwiseOr", "BitwiseXor", "BitwiseNot", "QuantizeLinear", "DequantizeLinear",
+    "DynamicQuantizeLinear", "RandomNormal", "RandomUniform", "RandomNormalLike",
+    "RandomUniformLike", "Bernoulli",
 })
 
 TRANSCENDENTAL_OPS = frozenset({
@@ -84,6 +91,7 @@ TRANSCENDENTAL_OPS = frozenset({
     "Exp", "Log", "Tanh", "Sigmoid", "Erf", "Sin", "Cos", "Tan", "Sqrt", "Reciprocal",
     "Pow", "Softplus", "Softsign", "Elu", "Selu", "Celu", "Gelu", "HardSigmoid",
     "HardSwish", "Mish", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh",
+    "Swish", "SwiGLU",
 })
 
 REDUCE_OPS = frozenset({
@@ -95,7 +103,7 @@ REDUCE_OPS = frozenset({
     # ONNX
     "ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1",
     "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare", "ArgMax", "ArgMin",
-    "CumSum", "GlobalAveragePool", "GlobalMaxPool", "GlobalLpPool",
+    "CumSum", "CumProd", "GlobalAveragePool", "GlobalMaxPool", "GlobalLpPool",
 })
 
 # Normalisation-like ops given as one op, FLOPs per input element: softmax = max,
@@ -112,7 +120,7 @@ NORMALIZE_FLOPS = {
 MATRIX_OPS = frozenset({
     "dot_general", "conv_general_dilated", "ragged_dot_general",
     "MatMul", "Gemm", "Conv", "ConvTranspose", "MatMulInteger", "QLinearMatMul",
-    "QLinearConv", "ConvInteger", "Einsum",
+    "QLinearConv", "ConvInteger", "Einsum", "DeformConv", "LSTM", "GRU", "RNN",
 })
 
 POOL_OPS = frozenset({"MaxPool", "AveragePool", "LpPool", "MaxRoiPool"})
