@@ -220,3 +220,13 @@ def test_zero_work_graph():
                    time_limit=5)
     assert cert.upper_bound == 1.0
     assert 1.0 - 1e-3 <= cert.result("station-check").bound <= 1.0
+
+
+def test_large_graphs_are_skipped(monkeypatch):
+    import jaxplace.bounds.station as station
+
+    monkeypatch.setattr(station, "MAX_NODES", 3)
+    problem = jp.Problem(jp.CompGraph([1.0] * 5, [(0, 1), (1, 2)]), 2)
+    for name in ("station", "station-check"):
+        r = BOUNDS[name].run(problem, BoundContext(time_limit=2))
+        assert r.bound == 0.0 and r.status.startswith("skipped")
