@@ -6,7 +6,8 @@
    flat method of `jaxplace.search` (the first cycle only, seeded with the incumbent),
    then refines level by level down to the placement units (`refine`), keeping the
    best partition by its exact cost. Cycles repeat with new random tie-breaks until
-   the time limit.
+   the time limit, or until PATIENCE_CYCLES cycles in a row bring nothing (at once
+   when the graph has a single level).
 3. The answer is the best order sliced by the DP, so its priorities decode to it.
 
 Every level's partition costs exactly what its projection costs on the original graph
@@ -46,6 +47,8 @@ COARSE_METHOD = "brkga"
 #: the coarsest level of every V-cycle after the first.
 ILS_SECONDS = 10.0
 ILS_SHARE = 0.3
+#: V-cycles in a row without improvement after which the search stops early.
+PATIENCE_CYCLES = 4
 #: Share of the time limit held back for the final slicing and the answer.
 RESERVE_SHARE = 0.04
 
@@ -125,8 +128,9 @@ def multilevel_search(req) -> Result:
         return (time.perf_counter() >= end or req.stop.cancelled()
                 or req.stop.reached(track.cost))
 
-    cycle = 0
-    while not stopped():
+    cycle, idle = 0, 0
+    while not stopped() and idle < PATIENCE_CYCLES:
+        before = track.cost
         levels = coarsen(p, coarsest=coarsest, block=to_nodes(base, track.best_a),
                          base=base, rng=rng if cycle else None, should_stop=stopped)
         if cycle == 0:
@@ -167,6 +171,9 @@ def multilevel_search(req) -> Result:
                 a0 = to_finer(levels[j], a0)
             track.offer(a0, cost, f"refine-{i}")
         cycle += 1
+        # one level only: every later cycle would repeat this one
+        idle = PATIENCE_CYCLES if len(levels) == 1 else (
+            0 if track.cost < before else idle + 1)
     info["cycles"] = cycle
     part = track.partition()
     cost = float(evaluate_partition(p, part.assignment).bottleneck)
