@@ -28,12 +28,14 @@ PKG = Path(__file__).resolve().parents[1] / "jaxplace"
 #: its longest matching entry.
 LAYERS = (
     "errors", "jsonio", "highs", "progress", "compile_cache", "code_maps",
-    "graph", "units", "partition", "importers", "cluster",
+    "graph", "units", "orders", "partition", "importers", "cluster",
     "objectives",  # the Objective contract, registry and dispatch (api)
     "problem", "cost", "reference", "decoder", "generators",
-    "bounds", "objectives.ladder", "search",
+    "bounds", "objectives.ladder",
+    "policy",  # the GNN priority policy: the search methods and the default use it
+    "search",
     "exact",  # the DP over ideals and the non-contiguous IP: bounds and search methods
-    "latency", "hetero", "policy", "relax", "multilevel",
+    "latency", "hetero", "relax", "multilevel",
     "llm", "formats",
     "objectives.throughput",  # the throughput objective: uses search, bounds, exact, formats
     "spatial", "export", "report", "analysis", "bench", "cli", "__main__",
@@ -46,7 +48,6 @@ ALLOWED_UPWARD = frozenset({
     ("graph", "units"),  # CompGraph.units builds units.Units
     ("latency", "formats"),  # the latency objective's result dict
     ("problem", "latency"),  # a latency Problem builds its LatencyInstance
-    ("search", "policy"),  # search.policy and search.many use the GNN policy
 })
 
 #: cycles between modules of one subpackage that exist today; only ever remove.

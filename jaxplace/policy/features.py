@@ -19,8 +19,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from jaxplace.cost import simple_lower_bound
+from jaxplace.orders import dfs_order, seed_priorities
 from jaxplace.problem import Problem
-from jaxplace.search.baselines import dfs_order
 
 #: Bumped whenever a feature changes meaning; stored in checkpoints.
 FEATURE_VERSION = 1
@@ -207,8 +207,6 @@ def dfs_ranks(problem: Problem) -> np.ndarray:
     """(n,) float64 in [-1, 1]: each node's place in the DFS order over placement
     units with free units next to their tensor partner (`seed_priorities`' first
     order), 1 first; members of a unit share their unit's (average) rank."""
-    from jaxplace.search.baselines import seed_priorities
-
     x = seed_priorities(problem.graph)[0].astype(np.float64)
     values, inverse, counts = np.unique(x, return_inverse=True, return_counts=True)
     rank = (np.cumsum(counts) - (counts - 1) / 2 - 1)[inverse]  # 0-based, ties averaged
