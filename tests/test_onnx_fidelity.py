@@ -15,6 +15,7 @@ from onnx import TensorProto, helper, numpy_helper
 from onnx_models import PATTERNS, cnn, single
 
 import jaxplace as jp
+from jaxplace import JaxplaceError
 from jaxplace.importers import device_names, from_onnx, get_device
 
 ort = pytest.importorskip("onnxruntime")
@@ -442,3 +443,45 @@ def test_lstm_has_a_cost_rule_and_its_weights():
         4 * steps * 4 * hid
     assert g.size_param[0] == 4 * (4 * hid * inp + 4 * hid * hid + 8 * hid)
     assert g.node_attrs["out_bytes"][0] == 4 * (seq * batch * hid + batch * hid)
+
+
+def test_torch_pipelining_split_points_by_op_and_module(tmp_path, capsys):
+    from jaxplace.cli.main import main
+    from jaxplace.export.op_splits import module_chain, split_points
+
+    assert module_chain("/layer1/layer1.0/conv1/Conv") == ["layer1", "layer1.0",
+                                                           "layer1.0.conv1"]
+    assert module_chain("Conv_7") == []
+    b = helper
+    names = ["/stem/conv/Conv", "/stem/relu/Relu", "/layer1/layer1.0/conv/Conv",
+             "/layer1/layer1.0/relu/Relu", "/layer1/layer1.1/conv/Conv",
+             "/layer1/layer1.1/relu/Relu"]
+    rng = np.random.default_rng(0)
+    nodes, inits, x = [], [], "X"
+    for i, nm in enumerate(names):
+        if nm.endswith("Conv"):
+            w = numpy_helper.from_array(rng.standard_normal((4, 4, 1, 1)).astype(
+                np.float32), f"w{i}")
+            inits.append(w)
+            nodes.append(b.make_node("Conv", [x, w.name], [f"t{i}"], name=nm))
+        else:
+            nodes.append(b.make_node("Relu", [x], [f"t{i}"], name=nm))
+        x = f"t{i}"
+    m = b.make_model(b.make_graph(nodes, "scoped", [b.make_tensor_value_info(
+        "X", TensorProto.FLOAT, [1, 4, 4, 4])], [b.make_tensor_value_info(
+            x, TensorProto.FLOAT, [1, 4, 4, 4])], inits), opset_imports=[
+        b.make_opsetid("", 17)])
+    path = tmp_path / "scoped.onnx"
+    onnx.save(m, str(path))
+    g = from_onnx(path)
+    result = tmp_path / "r.json"
+    jp.save_result(result, jp.Problem(g, 3), [0, 0, 1, 1, 1, 2], source=str(path))
+    assert main(["export", str(result), "--to", "torch-pipelining", "-o", "-"]) == 0
+    value = json.loads(capsys.readouterr().out)["value"]
+    assert value["split_spec"] == {"layer1": "BEGINNING", "layer1.1.relu": "BEGINNING"}
+    assert [p["before_op"] for p in value["split_points"]] == [names[2], names[5]]
+    ops = list(g.names)
+    with pytest.raises(JaxplaceError, match="one run of ops"):
+        split_points(ops, dict(zip(ops, [0, 1, 0, 1, 1, 1], strict=True)))
+    plain = split_points(["a", "b", "c"], {"a": 0, "b": 1, "c": 1})
+    assert plain == [{"stage": 1, "before_op": "b", "module": None}]

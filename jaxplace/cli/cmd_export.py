@@ -13,8 +13,10 @@ DESCRIPTION = ("Export the stage plan of a result JSON (from `jaxplace partition
                "model the result was made from, found through the path and sha256 the "
                "result records) and DIR/plan.json; run the stages in order, feeding each "
                "its inputs by name. --to json prints a neutral plan (stages, ops, tensors "
-               "crossing each cut with bytes, devices) of any result. megatron, deepspeed, "
-               "vllm, torch-pipelining and jax take the layer graphs of model configs. A "
+               "crossing each cut with bytes, devices) of any result. torch-pipelining gives "
+               "split points by op name (and module, from torch.onnx scope names) for any "
+               "result; megatron, deepspeed, vllm and jax take the layer graphs of model "
+               "configs. A "
                "plan a framework cannot express is refused with the reason (exit 2).")
 
 FRAMEWORKS = ("onnx", "json", "megatron", "deepspeed", "vllm", "torch-pipelining", "jax")
@@ -123,13 +125,14 @@ def _layers(args, result) -> int:
     from dataclasses import replace
 
     from jaxplace.export import export_plan, plan_from_result
-    from jaxplace.formats import write_json
 
     try:
         plan = plan_from_result(args.result)
     except JaxplaceError as exc:
-        if exc.field != "node_ids":
+        if exc.field != "node_ids" and "node_ids" in result:
             raise
+        if args.to == "torch-pipelining":  # any graph: split points by op name
+            return _print_export(args, _op_splits(args, result))
         raise JaxplaceError(
             f"{_LAYER_TARGETS[args.to]} needs a layer chain (the result of partitioning "
             "a model config, e.g. `jaxplace partition config.json`, whose node ids are "
@@ -141,6 +144,23 @@ def _layers(args, result) -> int:
         order = ", ".join(f"rank {s}: {d}" for s, d in enumerate(devices))
         exp = replace(exp, assumptions=(*exp.assumptions, "pipeline ranks run on the "
                                         f"cluster's devices in this order ({order})"))
+    return _print_export(args, exp)
+
+
+def _op_splits(args, result):
+    from jaxplace.export.onnx_stages import find_model, result_op_blocks
+    from jaxplace.export.op_splits import to_torch_split_points
+
+    model = None
+    if "node_ids" not in result:
+        model = find_model(result, args.result, args.model)[0]
+    blocks = result_op_blocks(result, args.result, model)
+    return to_torch_split_points(list(blocks), blocks, args.result)
+
+
+def _print_export(args, exp) -> int:
+    from jaxplace.formats import write_json
+
     if args.output == "-":
         write_json("-", exp.to_dict())
         return 0

@@ -20,9 +20,10 @@ from jaxplace.export.frameworks import (
 )
 from jaxplace.export.neutral import neutral_plan
 from jaxplace.export.onnx_stages import export_onnx_stages, export_result_onnx, run_stages
+from jaxplace.export.op_splits import split_points, to_torch_split_points
 from jaxplace.export.plan import StagePlan, make_plan, plan_from_result
 
 __all__ = ["EXPORTERS", "Export", "StagePlan", "export_onnx_stages", "export_plan",
            "export_result_onnx", "make_plan", "neutral_plan", "plan_from_result",
-           "run_stages", "to_deepspeed", "to_jax", "to_json", "to_megatron",
-           "to_torch_pipelining", "to_vllm"]
+           "run_stages", "split_points", "to_deepspeed", "to_jax", "to_json", "to_megatron",
+           "to_torch_pipelining", "to_torch_split_points", "to_vllm"]
