@@ -29,6 +29,7 @@ PKG = Path(__file__).resolve().parents[1] / "jaxplace"
 LAYERS = (
     "errors", "jsonio", "highs", "progress", "compile_cache", "code_maps",
     "graph", "units", "orders", "partition", "importers", "cluster",
+    "latency.instance", "latency.times",  # the latency model: a Problem builds it
     "objectives",  # the Objective contract, registry and dispatch (api)
     "problem", "cost", "reference", "decoder", "generators",
     "bounds", "objectives.ladder",
@@ -47,7 +48,6 @@ ALLOWED_UPWARD = frozenset({
     ("bounds", "exact"),  # bounds.registry: the ideals rung (exact.bound) and its size
     ("graph", "units"),  # CompGraph.units builds units.Units
     ("latency", "formats"),  # the latency objective's result dict
-    ("problem", "latency"),  # a latency Problem builds its LatencyInstance
 })
 
 #: cycles between modules of one subpackage that exist today; only ever remove.
@@ -199,6 +199,28 @@ def test_no_cycle_between_modules_of_one_subpackage(edges):
     assert not gone, f"these cycles are gone: remove them from ALLOWED_MODULE_CYCLES: {gone}"
 
 
+def split_face_imports(edges) -> list[str]:
+    """Imports by the `__init__` of a package split over several layers of anything above
+    the package's lowest layer."""
+    rank = {e: i for i, e in enumerate(LAYERS)}
+    lowest: dict[str, int] = {}
+    for e in LAYERS:
+        if "." in e:
+            pkg = e.rsplit(".", 1)[0]
+            lowest[pkg] = min(lowest.get(pkg, rank[e]), rank[e], rank.get(pkg, rank[e]))
+    return [f"{_short(importer)}:{line} -> {_short(target)}"
+            for importer, target, _, line in edges
+            if _short(importer) in lowest and rank[_layer(target)] > lowest[_short(importer)]]
+
+
+def test_split_packages_load_only_their_lowest_layer(edges):
+    """Importing any module of a package runs its `__init__` first: a package split over
+    several layers must keep its face at (or below) its lowest one, or the split is a
+    fiction at run time."""
+    bad = split_face_imports(edges)
+    assert not bad, "a split package's __init__ imports above its lowest layer: " + ", ".join(bad)
+
+
 def upward_imports(edges) -> dict[tuple[str, str], list[str]]:
     rank = {e: i for i, e in enumerate(LAYERS)}
     found = defaultdict(list)
@@ -243,4 +265,8 @@ def test_the_checks_see_violations():
                             ("jaxplace.cli.main", "jaxplace.formats.__init__", (), 6)]) == [
         "exact.dp:3 imports _highs from bounds._highs",
         "cli.main:4 imports _json from formats"]
+    assert split_face_imports([("jaxplace.latency", "jaxplace.latency.instance", (), 1),
+                               ("jaxplace.latency", "jaxplace.latency.search", (), 2),
+                               ("jaxplace.search", "jaxplace.search.api", (), 3)]) == [
+        "latency:2 -> latency.search"]
     assert _cycles({"a", "b", "c"}, {"a": {"b"}, "b": {"a"}, "c": {"a"}}) == [{"a", "b"}]
