@@ -78,6 +78,12 @@ def summarize(graph: CompGraph, top: int = 10) -> str:
     lines = [f"{graph.num_nodes} ops, {graph.num_edges} edges, {graph.num_tensors} tensors; "
              f"work {total:.6g}{u}, params {_fmt_bytes(float(graph.size_param.sum()))}"
              + (f", {float(flops.sum()):.4g} FLOPs" if flops is not None else "")]
+    if "onnx_nodes" in graph.meta:
+        lines.append(f"ONNX: {graph.meta['onnx_nodes']} nodes, "
+                     f"{graph.meta.get('folded_nodes', 0)} constant ones folded into "
+                     f"parameters (opset {graph.meta.get('opset', '?')})"
+                     + (f"; symbolic dims set to 1: {', '.join(graph.meta['defaulted_dims'])}"
+                        if graph.meta.get("defaulted_dims") else ""))
     dev = graph.meta.get("device")
     if isinstance(dev, dict) and "name" in dev:
         lines.append(f"device profile: {dev['name']} ({dev.get('description', '')})")
