@@ -73,7 +73,9 @@ class UnequalDevices(Objective):
                     certificate=None, **_ignored) -> dict:
         from jaxplace.hetero.report import result_dict
 
-        part = getattr(partition, "partition", partition)  # a search Result or its split
+        # a search Result or its split (an ndarray's `partition` is numpy's sort method)
+        part = partition if isinstance(partition, np.ndarray) else getattr(
+            partition, "partition", partition)
         sc = self.evaluate_partition(problem, part)
         lb = self.lower_bound(problem) if lower_bound is None else float(lower_bound)
         more = {"seed": seed, "timings": timings or {}, **(extra or {})}

@@ -68,7 +68,9 @@ class Throughput(Objective):
     def result_dict(self, problem, partition, **fields) -> dict:
         from jaxplace.formats.results import result_dict
 
-        part = getattr(partition, "partition", partition)  # a search Result or its split
+        # a search Result or its split (an ndarray's `partition` is numpy's sort method)
+        part = partition if isinstance(partition, np.ndarray) else getattr(
+            partition, "partition", partition)
         return result_dict(problem, part, **fields)
 
     # -- proofs --------------------------------------------------------------------
