@@ -218,6 +218,15 @@ def report(rows, show_edges: bool, layers=None) -> None:
               f"{len(layers.ALLOWED_MODULE_CYCLES)}")
         for (a, b), sites in sorted(upward.items()):
             print(f"  {a} -> {b}: {', '.join(sites[:3])}{' ...' if len(sites) > 3 else ''}")
+        ledges: dict[str, set[str]] = defaultdict(set)
+        for importer, target, _, _ in layers.collect_edges():
+            a, b = layers._layer(importer), layers._layer(target)
+            if a and b and a != b:
+                ledges[a].add(b)
+        comps = sccs(set(layers.LAYERS), ledges)
+        print(f"cycles between layers: {len(comps)}")
+        for c in comps:
+            print("  " + ", ".join(c))
 
 
 def _layers():
