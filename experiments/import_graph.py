@@ -88,6 +88,45 @@ def collect() -> list[dict]:
     return rows
 
 
+def _face_names() -> dict[str, str]:
+    """name -> module for what `jaxplace/__init__.py` gives: its eager imports, its
+    `_LAZY` table and its lazily loaded subpackages."""
+    tree = ast.parse((PKG / "__init__.py").read_text())
+    out: dict[str, str] = {}
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("jaxplace"):
+            for alias in node.names:
+                out[alias.asname or alias.name] = node.module
+        elif isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name):
+            name = node.targets[0].id
+            if name == "_LAZY":
+                out.update(ast.literal_eval(node.value))
+            elif name == "_SUBPACKAGES":
+                out.update({s: f"jaxplace.{s}" for s in ast.literal_eval(node.value)})
+    return out
+
+
+def face_uses() -> list[dict]:
+    """Uses of `jp.<name>` after `import jaxplace as jp` inside jaxplace/ (the face is a
+    lazy loader by name: these are dependencies that no import statement shows)."""
+    face, modules, rows = _face_names(), all_modules(), []
+    for name, path in modules.items():
+        if name == "jaxplace":
+            continue
+        tree = ast.parse(path.read_text())
+        aliases = {a.asname or a.name for node in ast.walk(tree) if isinstance(node, ast.Import)
+                   for a in node.names if a.name == "jaxplace"}
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                    and node.value.id in aliases):
+                target = face.get(node.attr) or (f"jaxplace.{node.attr}"
+                                                 if f"jaxplace.{node.attr}" in modules else None)
+                if target:
+                    rows.append(dict(importer=name, target=target, attr=node.attr,
+                                     line=node.lineno))
+    return rows
+
+
 def unit(module: str) -> str:
     """The subpackage or top-level module a module belongs to ("jaxplace" for the face)."""
     parts = module.split(".")
@@ -217,6 +256,16 @@ def report(rows, show_edges: bool, layers=None) -> None:
               f"{len(layers.ALLOWED_UPWARD)} pairs; allowed module cycles: "
               f"{len(layers.ALLOWED_MODULE_CYCLES)}")
         for (a, b), sites in sorted(upward.items()):
+            print(f"  {a} -> {b}: {', '.join(sites[:3])}{' ...' if len(sites) > 3 else ''}")
+        via = defaultdict(list)
+        rank = {e: i for i, e in enumerate(layers.LAYERS)}
+        for r in face_uses():
+            a, b = layers._layer(r["importer"]), layers._layer(r["target"])
+            if a and b and rank[b] > rank[a]:
+                via[a, b].append(f"{short(r['importer'])}:{r['line']} jp.{r['attr']}")
+        print(f"upward uses through the package face (`jp.x` after `import jaxplace as jp`; "
+              f"not imports, not in the test): {len(via)} pairs")
+        for (a, b), sites in sorted(via.items()):
             print(f"  {a} -> {b}: {', '.join(sites[:3])}{' ...' if len(sites) > 3 else ''}")
         ledges: dict[str, set[str]] = defaultdict(set)
         for importer, target, _, _ in layers.collect_edges():
