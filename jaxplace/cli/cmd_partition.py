@@ -197,7 +197,7 @@ def run(args) -> int:
     from jaxplace.cli.runner import Runner
     from jaxplace.cost import evaluate_partition, lower_bound
     from jaxplace.formats import save_result
-    from jaxplace.report import stage_table
+    from jaxplace.report import stage_notes, stage_table
 
     if args.noncontiguous and (args.objective == "latency" or args.cluster):
         raise JaxplaceError("--noncontiguous splits identical accelerators (and CPU "
@@ -245,6 +245,8 @@ def run(args) -> int:
               + f"evaluations={found.evaluations} time={found.elapsed:.2f}s"
               + (f" ({found.stopped})" if found.stopped else ""), flush=True)
         print(stage_table(problem, cost), flush=True)
+        for line in stage_notes(problem, cost):
+            print(line)
         lower, label = lower_bound(problem), "simple"
         proved_by = info.get("proved_by")
         if proved_by and info.get("proof_lower_bound", 0.0) >= lower:
@@ -272,6 +274,8 @@ def run(args) -> int:
                 found_by = cert.partition_source
                 print(f"the certificate's {found_by} improved the partition:")
                 print(stage_table(problem, cost))
+                for line in stage_notes(problem, cost):
+                    print(line)
         print(ratio_line(cost.bottleneck, lower, label))
         if args.output:
             save_result(args.output, problem, best, method=found.method, seed=args.seed,
