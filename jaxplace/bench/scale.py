@@ -165,8 +165,8 @@ def run(args) -> int:
     ks = [int(s) for s in str(args.k).split(",") if s]
     fams = [s.strip() for s in str(args.families).split(",") if s.strip()]
     head = ("family", "n", "k", "dfs", "lb", "multilevel", "/dfs", "/lb", "wall_s",
-            "rss_MB", "levels", "coarse_ev/s", "refine_ev/s by level (L0 finest)", "peer", "peer_ev",
-            "ml/peer")
+            "rss_MB", "levels", "coarse_ev/s", "refine_ev/s by level (L0 finest)", "peer",
+            "peer_ev", "ml/peer")
     print(" | ".join(head))
     print("(levels: the first V-cycle's level sizes; coarse_ev/s 0: the coarse search "
           "was abandoned past its time share; peer '-': no generation finished)")

@@ -23,7 +23,7 @@ import numpy as np
 from jaxplace.errors import JaxplaceError
 from jaxplace.graph import CompGraph
 from jaxplace.problem import Problem
-from jaxplace.search.baselines import dfs_order
+from jaxplace.orders import dfs_order
 from jaxplace.units import ordering_edges
 
 #: Stop coarsening at this many clusters (the coarse search's size).

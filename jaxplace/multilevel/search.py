@@ -29,7 +29,7 @@ from jaxplace.multilevel.project import consistent_order, to_finer, to_nodes
 from jaxplace.multilevel.refine import RefineStats, perturb_reslice, refine
 from jaxplace.multilevel.slicing import slice_units
 from jaxplace.partition import Partition
-from jaxplace.search.baselines import order_to_priorities
+from jaxplace.orders import order_to_priorities
 from jaxplace.search.result import History, Result
 from jaxplace.search.stop import Progress
 
