@@ -374,3 +374,18 @@ def test_data_location_is_configurable():
     if not os.environ.get("JAXPLACE_DATA"):
         assert NEURIPS == Path(__file__).resolve().parents[2] / "shared" / "data" / \
             "dnn-partitioning"
+
+
+def test_partition_of_many_graphs_is_the_batched_run(tmp_path):
+    """`partition` given a folder, several graph files or a k sweep runs partition-many;
+    one file with one k (and paths that are option values) stays a plain partition."""
+    from jaxplace.cli.main import _many
+
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    a.write_text("{}")
+    b.write_text("{}")
+    assert _many([str(tmp_path), "-k", "4"])
+    assert _many([str(a), str(b)])
+    assert _many([str(a), "-k", "2,4,8"]) and _many([str(a), "-k2,4"])
+    assert not _many([str(a), "-k", "4", "-o", str(b)])
+    assert not _many([str(a), "--policy", str(tmp_path)])

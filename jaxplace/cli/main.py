@@ -137,7 +137,31 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_INTERRUPTED
 
 
+#: Options of `partition` whose value is a path (not a graph to partition).
+_PATH_OPTIONS = ("-o", "--output", "--policy", "--cluster", "--partition")
+
+
+def _many(argv: list[str]) -> bool:
+    """`partition` given several graph files, a folder, or a k sweep (-k 2,4,8): the
+    batched run of `partition-many` (`jaxplace.cli.partition_many`)."""
+    import os
+
+    graphs, prev = 0, ""
+    for tok in argv:
+        if prev in ("-k", "--k") and "," in tok or tok.startswith("-k") and "," in tok:
+            return True
+        if not tok.startswith("-") and prev not in _PATH_OPTIONS:
+            if os.path.isdir(tok):
+                return True
+            graphs += os.path.isfile(tok)
+        prev = tok
+    return graphs > 1
+
+
 def _main(argv: list[str] | None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv and argv[0] == "partition" and _many(argv[1:]):
+        argv = ["partition-many", *argv[1:]]
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
