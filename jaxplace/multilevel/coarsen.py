@@ -22,8 +22,8 @@ import numpy as np
 
 from jaxplace.errors import JaxplaceError
 from jaxplace.graph import CompGraph
-from jaxplace.problem import Problem
 from jaxplace.orders import dfs_order
+from jaxplace.problem import Problem
 from jaxplace.units import ordering_edges
 
 #: Stop coarsening at this many clusters (the coarse search's size).

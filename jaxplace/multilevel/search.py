@@ -1,6 +1,7 @@
 """The multilevel search (method "multilevel"): first solution, V-cycles, exact answer.
 
-1. First solution: the DFS order sliced by the exact DP (`slicing`), reported at once.
+1. First solution: the DFS order sliced by the exact DP (`slicing`), reported at once;
+   then Kahn's order by node index, kept when it slices better.
 2. A V-cycle coarsens the graph without splitting the incumbent's blocks (so the
    incumbent survives on every level), optionally searches the coarsest level with a
    flat method of `jaxplace.search` (the first cycle only, seeded with the incumbent),
@@ -28,8 +29,8 @@ from jaxplace.multilevel.memory import check_memory
 from jaxplace.multilevel.project import consistent_order, to_finer, to_nodes
 from jaxplace.multilevel.refine import RefineStats, perturb_reslice, refine
 from jaxplace.multilevel.slicing import slice_units
-from jaxplace.partition import Partition
 from jaxplace.orders import order_to_priorities
+from jaxplace.partition import Partition
 from jaxplace.search.result import History, Result
 from jaxplace.search.stop import Progress
 
@@ -123,6 +124,15 @@ def multilevel_search(req) -> Result:
     track.offer(first.assignment, evaluate_partition(base.problem, first.assignment)
                 .bottleneck, "dfs")
     info["first_cost"] = track.cost
+    info["start"] = "dfs"
+    # a second zero-shot order: Kahn's, smallest index first (graphs whose node numbering
+    # follows their locality, e.g. a ring, cut better along it than along the DFS)
+    part = slice_units(base.problem, base.problem.graph.topo_order, bound=track.cost)
+    track.evaluations += 1
+    if part.cost < track.cost and track.offer(
+            part.assignment,
+            evaluate_partition(base.problem, part.assignment).bottleneck, "index"):
+        info["start"] = "index"
 
     def stopped() -> bool:
         return (time.perf_counter() >= end or req.stop.cancelled()
