@@ -100,50 +100,37 @@ def search_limit(args) -> float | None:
     return args.time_limit * (SEARCH_SHARE_WITH_CERTIFY if args.certify else 1.0)
 
 
-def _search_call(problem, args, runner):
-    """A no-argument callable running the search with the runner's cancel event and
-    observer (the runner draws the bar, fed by the observer)."""
-    from jaxplace.search import StopRule, search
-
-    kw = {"budget": args.budget, "seed": args.seed, "progress": False,
-          "stop": StopRule(time_limit=search_limit(args), cancel=runner.cancel),
-          "observer": runner.observe}
+def _run_search(problem, args, runner) -> Found | None:
+    """The search's result, or the incumbent after Ctrl-C or the time limit (its
+    partition, else its priorities decoded by the NumPy reference); None when there
+    was none yet. One runner for every objective: `Runner.search`."""
+    options = {}
     if args.policy is not None:
         if not (args.method or "").lower().startswith("policy"):
             raise JaxplaceError("--policy applies to --method policy or policy+brkga",
                                 field="--policy")
-        kw["policy"] = args.policy
-    return lambda: search(problem, args.method, **kw)
+        options["policy"] = args.policy
 
-
-def _run_search(problem, args, runner) -> Found | None:
-    """The search's result, or the incumbent decoded by the NumPy reference when the
-    search did not return in time after Ctrl-C (None when there was none yet)."""
-    from jaxplace.cli.runner import Stopped
-    from jaxplace.cost import lower_bound
-
-    t0 = time.perf_counter()
-    try:
-        result = runner.call(_search_call(problem, args, runner), desc="search",
-                             deadline=search_limit(args),
-                             lower_bound=lower_bound(problem))
-    except Stopped as stop:
-        x = getattr(stop.latest, "best_x", None)
-        if x is None:
-            return None
-        part = getattr(stop.latest, "partition", None)
+    def incumbent(x, evaluations, latest):
+        part = getattr(latest, "partition", None)
         if part is None:  # decode the incumbent's priorities (NumPy reference)
             from jaxplace.reference import decode_reference
 
             part = decode_reference(problem, x)
-        return Found(part, args.method or "default",
-                     int(stop.latest.evaluations), time.perf_counter() - t0,
-                     "interrupted" if stop.interrupted else "time limit")
-    stopped = None
-    if result.interrupted:
-        stopped = "interrupted" if runner.interrupted else "stopped early"
-    return Found(result.partition, result.method, result.evaluations,
-                 time.perf_counter() - t0, stopped, result)
+        return part, evaluations
+
+    t0 = time.perf_counter()
+    found, stopped = runner.search(problem, args, incumbent, time_limit=search_limit(args),
+                                   options=options)
+    elapsed = time.perf_counter() - t0
+    if found is None:
+        return None
+    if isinstance(found, tuple):
+        part, evaluations = found
+        return Found(part, args.method or "default", evaluations, elapsed, stopped)
+    if stopped == "stopped early" and runner.interrupted:
+        stopped = "interrupted"
+    return Found(found.partition, found.method, found.evaluations, elapsed, stopped, found)
 
 
 def _certify(problem, assignment, args, runner, remaining: float | None):

@@ -48,6 +48,7 @@ def _row(problem, x) -> np.ndarray:
 
 def run_hetero(args, cluster) -> int:
     from jaxplace.cli.args import check_output
+    from jaxplace.cli.cmd_partition import search_limit
     from jaxplace.cli.runner import Runner
     from jaxplace.hetero.bound import lower_bound
     from jaxplace.hetero.reference import decode, evaluate_stages
@@ -64,7 +65,8 @@ def run_hetero(args, cluster) -> int:
     inst = problem.pipeline_instance
     t0 = time.perf_counter()
     with Runner(quiet=args.quiet) as runner:
-        found, stopped = runner.search(problem, args, lambda x, ev: (x, "incumbent", ev))
+        found, stopped = runner.search(problem, args, lambda x, ev, _: (x, "incumbent", ev),
+                                       time_limit=search_limit(args))
         if found is None:
             print("jaxplace: interrupted before a first solution was found; nothing "
                   "written", file=sys.stderr)

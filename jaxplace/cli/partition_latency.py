@@ -109,7 +109,7 @@ def run_latency(args) -> int:
     problem, source = _problem(args)
     inst = problem.latency
     with Runner(quiet=args.quiet) as runner:
-        found, stopped = runner.search(problem, args, lambda x, ev: _incumbent(problem, x, ev),
+        found, stopped = runner.search(problem, args, lambda x, ev, _: _incumbent(problem, x, ev),
                                        time_limit=search_limit(args))
         if found is None:
             print("jaxplace: interrupted before a first solution was found; nothing "

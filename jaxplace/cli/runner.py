@@ -130,21 +130,23 @@ class Runner:
             raise box["error"]
         return box.get("value")
 
-    def search(self, problem, args, incumbent: Callable[[Any, int], Any], *,
-               time_limit: float | None = None):
+    def search(self, problem, args, incumbent: Callable[[Any, int, Any], Any], *,
+               time_limit: float | None = None, options: dict | None = None):
         """(found, stopped) of `jaxplace.search(problem, args.method, ...)` with the
         command's budget, seed and time limit, run under this runner. found: the
-        Result, else `incumbent(best_x, evaluations)` of the last progress report after
+        Result, else `incumbent(best_x, evaluations, report)` of the last progress
+        report after
         Ctrl-C or the time limit, else None; stopped: why the search ended early
         ("interrupted", "time limit", "stopped early") or None. `time_limit`: the
-        search's share of the command's --time-limit (default: all of it)."""
+        search's share of the command's --time-limit (default: all of it); `options`:
+        method keywords for `jaxplace.search`."""
         from jaxplace.search import StopRule, search
         from jaxplace.search.request import problem_lower_bound
 
         limit = args.time_limit if time_limit is None else time_limit
         kw = {"budget": args.budget, "seed": args.seed, "progress": False,
               "stop": StopRule(time_limit=limit, cancel=self.cancel),
-              "observer": self.observe}
+              "observer": self.observe, **(options or {})}
         try:
             res = self.call(lambda: search(problem, args.method, **kw), desc="search",
                             deadline=limit,
@@ -154,7 +156,7 @@ class Runner:
             why = "interrupted" if stop.interrupted else "time limit"
             if x is None:
                 return None, why
-            return incumbent(x, int(getattr(stop.latest, "evaluations", 0))), why
+            return incumbent(x, int(getattr(stop.latest, "evaluations", 0)), stop.latest), why
         return res, ("stopped early" if res.interrupted else None)
 
     def _overdue(self, now: float, deadline_at: float | None) -> bool:
