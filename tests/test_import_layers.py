@@ -52,7 +52,6 @@ ALLOWED_UPWARD = frozenset({
 
 #: cycles between modules of one subpackage that exist today; only ever remove.
 ALLOWED_MODULE_CYCLES = (
-    {"cli.cmd_partition", "cli.partition_latency", "cli.partition_noncontiguous"},
     {"search.many", "search.many_ray"},
 )
 

@@ -21,6 +21,7 @@ from jaxplace.cli.args import (
     seconds,
     settled,
 )
+from jaxplace.cli.runner import ratio_line, search_limit
 from jaxplace.errors import JaxplaceError
 
 HELP = "partition a graph into pipeline stages"
@@ -86,18 +87,6 @@ class Found:
     elapsed: float
     stopped: str | None = None  # None, "stopped early", "interrupted", "time limit"
     result: object = None  # the search Result when the search returned
-
-
-#: With --certify and --time-limit, the share of the limit the search may use; the
-#: certificate gets the rest (the limit covers everything the command does).
-SEARCH_SHARE_WITH_CERTIFY = 0.5
-
-
-def search_limit(args) -> float | None:
-    """The search's own time limit: all of --time-limit, or its share with --certify."""
-    if args.time_limit is None:
-        return None
-    return args.time_limit * (SEARCH_SHARE_WITH_CERTIFY if args.certify else 1.0)
 
 
 def _run_search(problem, args, runner) -> Found | None:
@@ -172,12 +161,6 @@ def _planner_certificate(problem, cost: float, info: dict, lower: float):
                        partition_source="given", method=method, results=results,
                        tolerance=OPTIMAL_RTOL, settings={"methods": [r.name for r in results],
                                                          "from": "planner"})
-
-
-def ratio_line(cost: float, bound: float, label: str) -> str:
-    """`bottleneck C   lower bound L (label)   ratio R`, plainly formatted."""
-    ratio = f"{cost / bound:.4f}" if bound > 0 else "n/a (bound 0)"
-    return f"bottleneck {cost:.6g}   lower bound {bound:.6g} ({label})   ratio {ratio}"
 
 
 def run(args) -> int:

@@ -48,8 +48,7 @@ def _row(problem, x) -> np.ndarray:
 
 def run_hetero(args, cluster) -> int:
     from jaxplace.cli.args import check_output
-    from jaxplace.cli.cmd_partition import search_limit
-    from jaxplace.cli.runner import Runner
+    from jaxplace.cli.runner import Runner, search_limit
     from jaxplace.hetero.bound import lower_bound
     from jaxplace.hetero.reference import decode, evaluate_stages
     from jaxplace.hetero.search import speed_keys

@@ -97,8 +97,7 @@ def _certify(inst, sched, lb: float, args, seconds: float):
 
 def run_latency(args) -> int:
     from jaxplace.cli.args import check_output
-    from jaxplace.cli.cmd_partition import search_limit
-    from jaxplace.cli.runner import Runner
+    from jaxplace.cli.runner import Runner, search_limit
     from jaxplace.formats import save_result
     from jaxplace.latency.baselines import eft_greedy
     from jaxplace.latency.reference import critical_path, lower_bound

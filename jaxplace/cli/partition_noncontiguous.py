@@ -32,7 +32,7 @@ def check_args(args):
 
 def report(problem, source: str, found, args, runner) -> int:
     """Print the stage table (with pieces) and the bound line, write -o; exit status."""
-    from jaxplace.cli.cmd_partition import ratio_line
+    from jaxplace.cli.runner import ratio_line
     from jaxplace.exact.noncontiguous import noncontiguous_lower_bound
     from jaxplace.exact.pieces import pipeline_cost, virtual_pieces
     from jaxplace.formats import save_result

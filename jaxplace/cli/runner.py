@@ -38,6 +38,24 @@ def worker_alive() -> bool:
     return any(t.name == WORKER_NAME and t.is_alive() for t in threading.enumerate())
 
 
+#: With --certify and --time-limit, the share of the limit the search may use; the
+#: certificate gets the rest (the limit covers everything the command does).
+SEARCH_SHARE_WITH_CERTIFY = 0.5
+
+
+def search_limit(args) -> float | None:
+    """The search's own time limit: all of --time-limit, or its share with --certify."""
+    if args.time_limit is None:
+        return None
+    return args.time_limit * (SEARCH_SHARE_WITH_CERTIFY if args.certify else 1.0)
+
+
+def ratio_line(cost: float, bound: float, label: str) -> str:
+    """`bottleneck C   lower bound L (label)   ratio R`, plainly formatted."""
+    ratio = f"{cost / bound:.4f}" if bound > 0 else "n/a (bound 0)"
+    return f"bottleneck {cost:.6g}   lower bound {bound:.6g} ({label})   ratio {ratio}"
+
+
 class Stopped(Exception):  # noqa: N818 (a control-flow signal, not an error)
     """The worker did not return within the grace period after Ctrl-C or a deadline.
 
