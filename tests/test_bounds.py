@@ -293,11 +293,11 @@ def test_registry_is_the_ladder():
     assert tuple(BOUNDS) == METHODS
     assert METHODS == ("simple", "station", "ideals", "bottleneck-lp",
                        "bottleneck-no-dag-lp", "bottleneck-no-io-lp", "bottleneck-guess-lp",
-                       "station-check-lp", "exact-lp", "bottleneck", "bottleneck-no-dag",
-                       "bottleneck-no-io", "bottleneck-guess", "station-check", "cover",
-                       "exact")
-    assert MIP_METHODS == ("bottleneck", "bottleneck-no-dag", "bottleneck-no-io",
-                           "bottleneck-guess", "station-check", "cover", "exact")
+                       "station-check-lp", "exact-lp", "station-check", "bottleneck",
+                       "bottleneck-no-dag", "bottleneck-no-io", "bottleneck-guess",
+                       "cover", "exact")
+    assert MIP_METHODS == ("station-check", "bottleneck", "bottleneck-no-dag",
+                           "bottleneck-no-io", "bottleneck-guess", "cover", "exact")
     assert set(DEFAULT_METHODS) <= set(METHODS)
     for name, m in BOUNDS.items():
         assert m.name == name

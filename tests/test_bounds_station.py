@@ -202,12 +202,12 @@ def test_station_rung_reports_at_least_the_simple_bound():
 def test_choose_methods_adds_the_station_rungs():
     wide = jp.Problem(jp.CompGraph([1.0] * 20), 4)  # 2^20 ideals: the MIP ladder
     methods, _ = choose_methods(wide)
-    assert methods == ("simple", "station", "bottleneck", "station-check", "exact")
+    assert methods == ("simple", "station", "station-check", "bottleneck", "exact")
     methods, _ = choose_methods(wide.replace(k=16))  # checks stall at their root there
     assert methods == ("simple", "station", "bottleneck", "exact")
     methods, _ = choose_methods(wide, ("bottleneck", "bottleneck-guess", "exact"))
-    assert methods == ("simple", "station", "bottleneck", "bottleneck-guess",
-                       "station-check", "exact")
+    assert methods == ("simple", "station", "station-check", "bottleneck",
+                       "bottleneck-guess", "exact")
 
 
 def test_zero_work_graph():
