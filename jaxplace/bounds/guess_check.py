@@ -117,9 +117,10 @@ class GuessCheckBound:
                                 kind=self.kind)
         lo, best, _, checks = guess_and_check(problem, context, self.config,
                                               relax=self.relax)
-        counts = {a: sum(c.answer == a for c in checks)
-                  for a in ("infeasible", "feasible", "unknown")}
-        status = ", ".join(f"{v} {a}" for a, v in counts.items() if v) or "no check"
+        refuted = sum(c.answer == INFEASIBLE for c in checks)
+        feasible = sum(c.answer == FEASIBLE for c in checks)
+        status = (f"refuted {refuted} of {len(checks)}"
+                  + (f", {feasible} feasible" if feasible else "")) if checks else "no check"
         return MethodResult(self.name, lo, status, time.perf_counter() - t0,
                             kind=self.kind, nodes=sum(c.nodes for c in checks),
                             solves=len(checks), assignment=best)
