@@ -164,6 +164,16 @@ def run(args) -> int:
     sizes = [int(s) for s in str(args.sizes).split(",") if s]
     ks = [int(s) for s in str(args.k).split(",") if s]
     fams = [s.strip() for s in str(args.families).split(",") if s.strip()]
+    from jaxplace.errors import JaxplaceError
+
+    bad = [f for f in fams if f not in FAMILIES]
+    if bad or not fams:
+        raise JaxplaceError(f"unknown family {bad[0] if bad else ''!r}; choose from "
+                            f"{', '.join(FAMILIES)}", field="families")
+    if not sizes or min(sizes) < 2:
+        raise JaxplaceError("give op counts of at least 2", field="sizes")
+    if not ks or min(ks) < 1:
+        raise JaxplaceError("give block counts of at least 1", field="k")
     head = ("family", "n", "k", "dfs", "lb", "multilevel", "/dfs", "/lb", "wall_s",
             "rss_MB", "levels", "coarse_ev/s", "refine_ev/s by level (L0 finest)", "peer",
             "peer_ev", "ml/peer")
