@@ -215,6 +215,26 @@ def test_multilevel_method_result_is_exact_and_reported():
     assert res.wall_time < 4 * 1.5 + 2
 
 
+def test_multilevel_honours_cancel():
+    import threading
+
+    from jaxplace.search.stop import StopRule
+
+    p = jp.Problem(regal(4, n=1500), k=8)
+    cancel = threading.Event()
+    timer = threading.Timer(1.0, cancel.set)
+    timer.start()
+    t0 = time.perf_counter()
+    try:
+        res = jp.search(p, "multilevel", stop=StopRule(time_limit=120, cancel=cancel),
+                        coarsest=200, coarse_method="none")
+    finally:
+        timer.cancel()
+    assert time.perf_counter() - t0 < 30  # far below the 120 s limit
+    assert res.interrupted
+    assert _close(evaluate_partition(p, res.assignment).bottleneck, res.cost)
+
+
 def test_colocated_multilevel_keeps_classes():
     g = _colocated(7, n=200)
     p = jp.Problem(g, k=4)

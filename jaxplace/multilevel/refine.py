@@ -139,8 +139,12 @@ class BlockState:
         return out
 
 
+def _over(deadline: float, cancel) -> bool:
+    return time.perf_counter() >= deadline or (cancel is not None and cancel.is_set())
+
+
 def boundary_moves(state: BlockState, deadline: float, stats: RefineStats,
-                   max_passes: int = 50, slack: float = 0.0) -> None:
+                   max_passes: int = 50, slack: float = 0.0, cancel=None) -> None:
     """Passes over every block's movable clusters, taking each move that lowers the
     potential (bottleneck, then the sum of block costs): either the bottleneck drops,
     or it does not rise and the blocks' transfers shrink (a smaller cut, which the next
@@ -152,7 +156,7 @@ def boundary_moves(state: BlockState, deadline: float, stats: RefineStats,
         moved = 0
         for b in range(k):
             for v, to in state.moves_of(b):
-                if time.perf_counter() >= deadline:
+                if _over(deadline, cancel):
                     return
                 A = int(state.a[v])
                 if A != b or not state.movable(v, to):
@@ -175,9 +179,10 @@ def boundary_moves(state: BlockState, deadline: float, stats: RefineStats,
 
 
 def refine(level: Level, assignment: np.ndarray, deadline: float,
-           stats: RefineStats | None = None, slack: float = 0.0
+           stats: RefineStats | None = None, slack: float = 0.0, cancel=None
            ) -> tuple[np.ndarray, float]:
-    """(assignment, exact cost) at least as good as `assignment` on this level."""
+    """(assignment, exact cost) at least as good as `assignment` on this level, by
+    `deadline` (perf_counter) or once `cancel` (a threading.Event) is set."""
     stats = stats or RefineStats()
     t0 = time.perf_counter()
     p = level.problem
@@ -185,9 +190,9 @@ def refine(level: Level, assignment: np.ndarray, deadline: float,
     best = evaluate_partition(p, best_a).bottleneck
     stats.start_cost = best
     cur = best_a
-    while time.perf_counter() < deadline:
+    while not _over(deadline, cancel):
         state = BlockState(p, cur)
-        boundary_moves(state, deadline, stats, slack=slack)
+        boundary_moves(state, deadline, stats, slack=slack, cancel=cancel)
         cands = [state.a.copy()]
         part = slice_units(p, consistent_order(p, state.a, level.order), bound=best)
         stats.slicings += 1
@@ -209,7 +214,7 @@ def refine(level: Level, assignment: np.ndarray, deadline: float,
 
 def perturb_reslice(level: Level, assignment: np.ndarray, deadline: float,
                     rng: np.random.Generator, stats: RefineStats | None = None,
-                    noise: float = 0.1) -> tuple[np.ndarray, float]:
+                    noise: float = 0.1, cancel=None) -> tuple[np.ndarray, float]:
     """Iterated re-slicing: reorder the clusters inside their blocks (blocks stay in
     pipeline order, so the order is topological) by a perturbed key, slice the new
     order by the exact DP under the incumbent's cost, keep improvements. Keys cycle
@@ -227,7 +232,7 @@ def perturb_reslice(level: Level, assignment: np.ndarray, deadline: float,
     pos[level.order] = np.arange(n) / max(n, 1)
     e = g.edges
     it = 0
-    while time.perf_counter() < deadline:
+    while not _over(deadline, cancel):
         mode = it % 3
         it += 1
         if mode == 0:

@@ -155,7 +155,8 @@ def multilevel_search(req) -> Result:
         elif cycle > 0 and len(levels) > 1:  # reorder inside blocks on the coarsest level
             stats = RefineStats()
             span = min(ILS_SECONDS, ILS_SHARE * (end - time.perf_counter()))
-            a, cost = perturb_reslice(top, a, time.perf_counter() + span, rng, stats)
+            a, cost = perturb_reslice(top, a, time.perf_counter() + span, rng, stats,
+                                      cancel=req.stop.cancel)
             track.evaluations += stats.evaluations
             info["per_level"].append({"cycle": cycle, "level": len(levels) - 1,
                                       "size": top.size, "evaluations": stats.evaluations,
@@ -171,7 +172,7 @@ def multilevel_search(req) -> Result:
             share = lv.size / sum(levels[j].size for j in range(i + 1))
             deadline = time.perf_counter() + (end - time.perf_counter()) * share
             stats = RefineStats()
-            a, cost = refine(lv, a, deadline, stats, slack=slack)
+            a, cost = refine(lv, a, deadline, stats, slack=slack, cancel=req.stop.cancel)
             track.evaluations += stats.evaluations
             info["per_level"].append({"cycle": cycle, "level": i, "size": lv.size,
                                       "evaluations": stats.evaluations,
@@ -232,6 +233,7 @@ def _coarse_search(req, top: Level, a: np.ndarray, method: str, seconds: float,
         thread.join(timeout=0.2)
         if req.stop.cancelled():
             cancel.set()
+            break
     if "res" not in box:
         cancel.set()
         info["coarse"] = {"method": method, "size": qp.n, "evaluations": 0,
