@@ -105,6 +105,12 @@ def test_cpu_blocks_go_to_the_reference_or_are_refused():
     assert _close(slice_units(p, order).cost, slice_order(p, order).cost)
     with pytest.raises(JaxplaceError, match="cpus"):
         jp.search(p, "multilevel", time_limit=1)
+    from jaxplace.generators.training import training_graph
+    from jaxplace.multilevel import applies
+
+    assert not applies(p)
+    assert applies(jp.Problem(g, k=3))
+    assert not applies(jp.Problem(training_graph(regal(3, n=20)), k=3))
 
 
 def _acyclic(level_problem_nodes: int, node_cluster, edges) -> bool:

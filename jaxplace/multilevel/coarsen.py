@@ -73,6 +73,16 @@ def check_supported(problem: Problem) -> None:
                             field="is_backward")
 
 
+def applies(problem: Problem) -> bool:
+    """Does the multilevel search model `problem` (see `check_supported`)? For a
+    planner's routing: False on CPU blocks, backward ops, other objectives."""
+    try:
+        check_supported(problem)
+    except JaxplaceError:
+        return False
+    return True
+
+
 def quotient(problem: Problem, cluster: np.ndarray, m: int) -> Problem:
     """The problem over `m` clusters (`cluster[v]` for every node v of `problem`), with
     the same k, bandwidth, memory and capacity; block costs are preserved exactly."""
@@ -197,5 +207,5 @@ def coarsen(problem: Problem, *, coarsest: int = COARSEST_UNITS,
     return levels
 
 
-__all__ = ["COARSEST_UNITS", "Level", "check_supported", "coarsen", "match_consecutive",
+__all__ = ["COARSEST_UNITS", "Level", "applies", "check_supported", "coarsen", "match_consecutive",
            "quotient", "unit_level"]
