@@ -134,6 +134,10 @@ class Objective:
                 field="methods")
         return tuple(m for m in self.bound_methods if m in names)
 
+    def check_resources(self, problem) -> None:
+        """Raise JaxplaceError (one line, before any work) when the machine cannot
+        hold a search of `problem`."""
+
     def row_width(self, problem) -> int | None:
         """Columns of a search row the driver keeps (None: all, e.g. device keys)."""
         return problem.n

@@ -55,7 +55,9 @@ def search(problem: Problem, method: str | None = None, *, budget: int | None = 
         raise JaxplaceError(f"expected a Problem, got {type(problem).__name__}",
                             field="problem")
     m = get_method(method or "default")
-    objective_of(problem).check_search_method(m.name)
+    obj = objective_of(problem)
+    obj.check_search_method(m.name)
+    obj.check_resources(problem)
     if budget is not None and budget < 1:
         raise JaxplaceError("must be at least 1", field="budget")
     stop = _stop_rule(problem, stop, time_limit, target_ratio)
