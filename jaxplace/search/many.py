@@ -9,10 +9,11 @@ The problems are grouped into buckets of one padded shape (`many_buckets`: at mo
 program (`many_program`) that advances the searches of all its problems together,
 vmapped over problems x population: BRKGA (population 100, a third of the budget,
 stopped early without improvement; at k >= 8 its first population and mutants
-drawn from the shipped policy, as in the default search), then a batched local search on the order from
-the better of BRKGA's best and the best heuristic order, each problem on its own
-schedule with its own budget, patience and target (the simple lower bound). For k <=
-4 a problem's best partition then gets the default search's MIP polish.
+drawn from the shipped policy, as in the default search), then a batched local
+search on the order from the better of BRKGA's best and the best heuristic order,
+each problem on its own schedule with its own budget, patience and target (the
+simple lower bound). For k <= 4 a problem's best partition then gets the default
+search's MIP polish.
 
 Results stream out as each problem finishes (`on_result(index, result)`, or
 `iter_search_many` as a generator); Ctrl-C or `cancel.set()` stops the run and
