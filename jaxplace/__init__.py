@@ -14,10 +14,30 @@ flax) load on first use, so `import jaxplace` is fast.
 from __future__ import annotations
 
 import importlib
+import os
+import sys
 
-from jaxplace.errors import JaxplaceError
-from jaxplace.graph import CompGraph
-from jaxplace.problem import Problem
+
+def _quiet_startup_interrupt(signum, frame):  # pragma: no cover (timing-dependent)
+    os.write(2, b"jaxplace: interrupted\n")
+    os._exit(130)
+
+
+# The command line (`python -m jaxplace`, the `jaxplace` script) must exit 130 without
+# a traceback on a Ctrl-C that arrives while Python is still importing; `cli.main`
+# gives SIGINT back to Python's own handler as soon as the imports are done. Library
+# imports (any other argv[0]) are left alone.
+if os.path.basename(sys.argv[0] if sys.argv else "") in ("-m", "jaxplace"):
+    import signal
+    import threading
+
+    if threading.current_thread() is threading.main_thread() and \
+            signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, _quiet_startup_interrupt)
+
+from jaxplace.errors import JaxplaceError  # noqa: E402
+from jaxplace.graph import CompGraph  # noqa: E402
+from jaxplace.problem import Problem  # noqa: E402
 
 __version__ = "0.1.0"
 

@@ -159,6 +159,13 @@ def _many(argv: list[str]) -> bool:
 
 
 def _main(argv: list[str] | None) -> int:
+    import signal
+    import threading
+
+    if threading.current_thread() is threading.main_thread() and \
+            getattr(signal.getsignal(signal.SIGINT), "__name__", "") == \
+            "_quiet_startup_interrupt":  # imports done: KeyboardInterrupt from here on
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv and argv[0] == "partition" and _many(argv[1:]):
         argv = ["partition-many", *argv[1:]]
