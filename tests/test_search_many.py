@@ -1,6 +1,7 @@
 """search_many: batched searches checked against the float64 reference, brute force
 on tiny graphs, streaming, interrupts, bucketing, and the Ray executor."""
 
+import math
 import threading
 
 import numpy as np
@@ -55,7 +56,7 @@ def check_exact(problem, r) -> None:
 def mixed_run():
     probs = mixed_problems()
     seen = []
-    rs = search_many(probs, budget=1500, polish=False, max_programs=1,
+    rs = search_many(probs, exact=False, budget=1500, polish=False, max_programs=1,
                      on_result=lambda i, r: seen.append((i, r)))
     return probs, rs, seen
 
@@ -109,7 +110,7 @@ def test_plan_merges_down_to_max_programs_keeping_every_problem():
 
 def test_results_do_not_depend_on_chunking(mixed_run):
     probs, rs, _ = mixed_run
-    again = search_many(probs, budget=1500, polish=False, max_programs=1, chunk=3)
+    again = search_many(probs, exact=False, budget=1500, polish=False, max_programs=1, chunk=3)
     for x, y in zip(rs, again, strict=True):
         assert np.array_equal(x.priorities, y.priorities) and x.cost == y.cost
         assert x.evaluations == y.evaluations
@@ -139,7 +140,7 @@ def test_cancel_keeps_finished_results_and_unfinished_bests(monkeypatch):
     probs = mixed_problems()
     cancel = threading.Event()
     interrupt_after(monkeypatch, 3, cancel.set)  # the third chunk still runs
-    out = dict(iter_search_many(probs, cancel=cancel, **LONG))
+    out = dict(iter_search_many(probs, cancel=cancel, exact=False, **LONG))
     assert sorted(out) == list(range(len(probs)))
     assert any(r.interrupted for r in out.values())
     for i, r in out.items():
@@ -155,7 +156,7 @@ def test_ctrl_c_keeps_every_best(monkeypatch):
 
     probs = mixed_problems()
     interrupt_after(monkeypatch, 3, ctrl_c)
-    rs = search_many(probs, **LONG)
+    rs = search_many(probs, exact=False, **LONG)
     assert any(r.interrupted for r in rs)
     for p, r in zip(probs, rs, strict=True):
         check_exact(p, r)
@@ -165,7 +166,7 @@ def test_ctrl_c_keeps_every_best(monkeypatch):
 @pytest.mark.heavy  # its own compile and a 2 s MIP
 def test_polish_at_small_k_stays_exact():
     p = jp.Problem(small_graph(7, 14), 2)
-    (r,) = search_many([p], budget=600, polish=True)
+    (r,) = search_many([p], exact=False, budget=600, polish=True)
     check_exact(p, r)
     assert "polish" in r.info or r.cost <= r.lower_bound * (1 + 1e-9)
 
@@ -188,11 +189,11 @@ def test_ray_executor_matches_local():
     probs = mixed_problems()
     assert len(probs) == 10
     kw = dict(budget=1500, polish=False, max_programs=1)
-    local = search_many(probs, **kw)  # the module's fixture compiled it already
+    local = search_many(probs, exact=False, **kw)  # the module's fixture compiled it already
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
              configure_logging=False)
     try:
-        remote = search_many(probs, executor="ray", num_cpus=1, **kw)
+        remote = search_many(probs, executor="ray", num_cpus=1, exact=False, **kw)
     finally:
         ray.shutdown()
     for p, a, b in zip(probs, local, remote, strict=True):
@@ -256,3 +257,20 @@ def test_partition_many_sweeps_k_over_each_file(tmp_path):
     assert output_name(files[0], 2, taken) == "g0-2.k2.json"
     with pytest.raises(jp.JaxplaceError, match="no such file"):
         graph_files([str(tmp_path / "missing.json")])
+
+
+def test_problems_an_exact_method_fits_are_proven_first():
+    """The planner's first step in a batch: graphs with few ideals get the DP's
+    optimum and proof at once (found_by / proved_by "ideals"), equal to brute force."""
+    rng = np.random.default_rng(3)
+    probs = []
+    for _ in range(3):
+        n = 6
+        edges = [(i, j) for i in range(n) for j in range(i + 1, n) if rng.random() < 0.5]
+        g = jp.CompGraph(rng.integers(1, 9, n).astype(float), edges,
+                         size_out=rng.integers(1, 5, n).astype(float))
+        probs.append(jp.Problem(g, 2))
+    for p, r in zip(probs, search_many(probs), strict=True):
+        assert r.info["proved_by"] == "ideals" and r.info["found_by"] in ("ideals", "dfs")
+        assert math.isclose(r.cost, brute_force_optimum(p), rel_tol=1e-9)
+        assert math.isclose(r.cost, jp.evaluate_partition(p, r.partition).cost, rel_tol=1e-9)

@@ -130,7 +130,8 @@ def search_many(problems: Sequence[Problem], method: str | None = None, *,
                 cancel: threading.Event | None = None,
                 max_programs: int = MAX_PROGRAMS, polish: bool | None = None,
                 ray_address: str | None = None, num_cpus: int = 1,
-                use_policy: bool | None = None, **options) -> list[Result]:
+                use_policy: bool | None = None, exact: bool = True,
+                **options) -> list[Result]:
     """Best partition of every problem, searched in batches (see the module doc).
 
     Args:
@@ -149,6 +150,9 @@ def search_many(problems: Sequence[Problem], method: str | None = None, *,
         num_cpus: CPU cores each Ray task asks for.
         use_policy: BRKGA's first population and mutants from the shipped policy
             (None: the default search's rule, k >= 8 identical accelerators).
+        exact: first prove the problems an exact method fits at once (the planner's
+            first step: the DP over ideals on graphs with few ideals); they skip the
+            batched search.
         options: `population`, `brkga_share`, `brkga_patience`, `patience`, `chunk`.
 
     Returns:
@@ -159,7 +163,7 @@ def search_many(problems: Sequence[Problem], method: str | None = None, *,
                                  seed=seed, executor=executor, cancel=cancel,
                                  max_programs=max_programs, polish=polish,
                                  ray_address=ray_address, num_cpus=num_cpus,
-                                 use_policy=use_policy, **options):
+                                 use_policy=use_policy, exact=exact, **options):
         out[i] = r
         if on_result is not None:
             on_result(i, r)
@@ -172,7 +176,7 @@ def iter_search_many(problems: Sequence[Problem], method: str | None = None, *,
                      cancel: threading.Event | None = None,
                      max_programs: int = MAX_PROGRAMS, polish: bool | None = None,
                      ray_address: str | None = None, num_cpus: int = 1,
-                     use_policy: bool | None = None,
+                     use_policy: bool | None = None, exact: bool = True,
                      **options) -> Iterator[tuple[int, Result]]:
     """`search_many` as a generator of (index, Result), in finishing order; every
     problem is yielded exactly once, also after Ctrl-C or `cancel`."""
@@ -183,10 +187,28 @@ def iter_search_many(problems: Sequence[Problem], method: str | None = None, *,
     problems = list(problems)
     if not problems:
         return
-    prepared = [prepare(p, i, use_policy) for i, p in enumerate(problems)]
+    cancel = cancel or threading.Event()
+    prepared = [prepare(p, i, use_policy) for i, p in enumerate(problems)]  # validates
+    solved = []
+    if exact:  # the planner's first step: problems an exact method proves at once
+        from jaxplace.search.planner import exact_answer
+
+        share = None if time_limit is None else 0.5 * time_limit / len(problems)
+        try:
+            for i, p in enumerate(problems):
+                if cancel.is_set():
+                    break
+                r = exact_answer(p, seed=seed + i, time_limit=share)
+                if r is not None:
+                    solved.append(i)
+                    yield i, replace(r, method="many")
+        except KeyboardInterrupt:
+            cancel.set()
+    prepared = [p for p in prepared if p.index not in solved]
+    if not prepared:
+        return
     buckets = plan_buckets([p.cls for p in prepared], max_programs)
     pending = {p.index for p in prepared}
-    cancel = cancel or threading.Event()
     try:
         if executor == "ray":
             from jaxplace.search.many_ray import ray_buckets

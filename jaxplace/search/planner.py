@@ -51,6 +51,24 @@ def plan(req: SearchRequest) -> Result:
     return _with_info(res, info)
 
 
+def exact_answer(problem, *, seed: int = 0, time_limit: float | None = None
+                 ) -> Result | None:
+    """The planner's exact phase alone (for batched runs): the proven optimum as a
+    `Result` (info `found_by`, `proved_by`), or None when no exact method fits the
+    problem or it did not finish within `time_limit` seconds."""
+    from jaxplace.search.stop import StopRule
+
+    req = SearchRequest(problem, int(seed), 1, StopRule(
+        time_limit=None if time_limit is None else time_limit / EXACT_SHARE))
+    facts: dict = {}
+    reason = req.objective.exact_fits(problem)
+    if reason is None:
+        return None
+    facts["exact"] = reason
+    res = _exact_first(req, facts)
+    return res if res is not None and "proved_by" in res.info else None
+
+
 def _exact_first(req: SearchRequest, facts: dict) -> Result | None:
     """Step 2 (module doc): the exact method's Result, or None to go on searching."""
     obj, problem = req.objective, req.problem
@@ -138,4 +156,4 @@ def _found_by(res: Result) -> str:
     return res.method
 
 
-__all__ = ["EXACT_SHARE", "plan"]
+__all__ = ["EXACT_SHARE", "exact_answer", "plan"]
