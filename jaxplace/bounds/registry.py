@@ -60,9 +60,9 @@ CPU_BLOCK_METHODS = ("simple", "ideals", "exact-lp", "exact")
 
 #: `choose_methods` adds guess and check (`station-check`) up to this many blocks: on
 #: REGAL-like graphs (n = 79-186, 60 s) it beat the bottleneck and exact MIPs on 2 of 3
-#: graphs at k = 4 and raised the best bound on 1 of 3 at k = 8; at k = 16 its
-#: feasibility MIPs did not get through their root LP in time (0 of 3).
-CHECK_MAX_K = 8
+#: graphs at k = 4; at k = 8 it raised the best bound in 1 of 9 runs (the bottleneck
+#: MIP's, when that was weak); at k = 16 it did not get through its root LP in time.
+CHECK_MAX_K = 4
 
 
 def choose_methods(problem, mips: tuple[str, ...] = ("bottleneck", "exact")
