@@ -98,3 +98,28 @@ def tiny_training_problems(draw, max_forward: int = 3, max_backward: int = 3):
                      node_attrs=attrs)
     return jp.Problem(g, draw(st.integers(1, 2)), cpus=draw(st.integers(0, 1)),
                       capacity=draw(st.one_of(st.none(), st.integers(3, 12).map(float))))
+
+
+def small_graph(seed: int, n: int = 24) -> jp.CompGraph:
+    """A seeded random DAG of n nodes, edges to the next three nodes of a permutation."""
+    rng = np.random.default_rng(seed)
+    perm = rng.permutation(n)
+    edges = [(perm[i], perm[j]) for i in range(n) for j in range(i + 1, min(n, i + 4))
+             if rng.random() < 0.5]
+    return jp.CompGraph(rng.uniform(1, 10, n), edges, rng.uniform(0, 5, n),
+                        rng.uniform(0, 4, n))
+
+
+def tiny_problem(seed: int, base: int = 1000) -> jp.Problem:
+    """A tiny random problem (3-7 nodes, k 2-3; overflow, bandwidth, capacity by seed)."""
+    rng = np.random.default_rng(base + seed)
+    n = int(rng.integers(3, 8))
+    perm = rng.permutation(n)
+    edges = [(perm[i], perm[j]) for i in range(n) for j in range(i + 1, n)
+             if rng.random() < 0.4]
+    g = jp.CompGraph(rng.integers(1, 30, n) / 10, edges, rng.integers(0, 30, n) / 10,
+                     rng.integers(0, 30, n) / 10)
+    memory = [None, 2.0][seed % 2]
+    capacity = [None, None, 6.0][seed % 3]
+    return jp.Problem(g, int(rng.integers(2, 4)), bandwidth=[1.0, 0.5][seed % 2],
+                      memory=memory, capacity=capacity)

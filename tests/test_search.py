@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from brute import brute_force_optimum
-from strategies import same_cost
+from strategies import same_cost, small_graph, tiny_problem
 
 import jaxplace as jp
 from jaxplace.search import ALGORITHMS, BRKGA, METHODS, Result, search
@@ -22,29 +22,6 @@ from jaxplace.search.programs import SearchData, arrangement_cost, arrangement_e
 
 # float32 decoder costs versus the float64 reference: sums of <= n float32 terms.
 RTOL = 1e-5
-
-
-def small_graph(seed: int, n: int = 24) -> jp.CompGraph:
-    rng = np.random.default_rng(seed)
-    perm = rng.permutation(n)
-    edges = [(perm[i], perm[j]) for i in range(n) for j in range(i + 1, min(n, i + 4))
-             if rng.random() < 0.5]
-    return jp.CompGraph(rng.uniform(1, 10, n), edges, rng.uniform(0, 5, n),
-                        rng.uniform(0, 4, n))
-
-
-def tiny_problem(seed: int) -> jp.Problem:
-    rng = np.random.default_rng(1000 + seed)
-    n = int(rng.integers(3, 8))
-    perm = rng.permutation(n)
-    edges = [(perm[i], perm[j]) for i in range(n) for j in range(i + 1, n)
-             if rng.random() < 0.4]
-    g = jp.CompGraph(rng.integers(1, 30, n) / 10, edges, rng.integers(0, 30, n) / 10,
-                     rng.integers(0, 30, n) / 10)
-    memory = [None, 2.0][seed % 2]
-    capacity = [None, None, 6.0][seed % 3]
-    return jp.Problem(g, int(rng.integers(2, 4)), bandwidth=[1.0, 0.5][seed % 2],
-                      memory=memory, capacity=capacity)
 
 
 # -- BRKGA: evosax interface ------------------------------------------------------------

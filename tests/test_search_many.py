@@ -6,7 +6,9 @@ import threading
 
 import numpy as np
 import pytest
+import strategies
 from brute import brute_force_optimum, is_valid
+from strategies import small_graph
 
 import jaxplace as jp
 from jaxplace.cost import evaluate_partition
@@ -14,25 +16,8 @@ from jaxplace.search.many import bucket_summary, iter_search_many, search_many
 from jaxplace.search.many_buckets import plan_buckets
 
 
-def small_graph(seed: int, n: int = 24) -> jp.CompGraph:
-    rng = np.random.default_rng(seed)
-    perm = rng.permutation(n)
-    edges = [(perm[i], perm[j]) for i in range(n) for j in range(i + 1, min(n, i + 4))
-             if rng.random() < 0.5]
-    return jp.CompGraph(rng.uniform(1, 10, n), edges, rng.uniform(0, 5, n),
-                        rng.uniform(0, 4, n))
-
-
 def tiny_problem(seed: int) -> jp.Problem:
-    rng = np.random.default_rng(2000 + seed)
-    n = int(rng.integers(3, 8))
-    perm = rng.permutation(n)
-    edges = [(perm[i], perm[j]) for i in range(n) for j in range(i + 1, n)
-             if rng.random() < 0.4]
-    g = jp.CompGraph(rng.integers(1, 30, n) / 10, edges, rng.integers(0, 30, n) / 10,
-                     rng.integers(0, 30, n) / 10)
-    return jp.Problem(g, int(rng.integers(2, 4)), bandwidth=[1.0, 0.5][seed % 2],
-                      memory=[None, 2.0][seed % 2], capacity=[None, None, 6.0][seed % 3])
+    return strategies.tiny_problem(seed, base=2000)
 
 
 def mixed_problems() -> list:

@@ -215,13 +215,7 @@ def run(args) -> int:
                 recs[m] = search_time._run_worker(m, args, ks, root)
             print(f"{m}: done in {time.perf_counter() - t0:.0f} s", flush=True)
     text, met = report(recs, lbs, args)
-    print(text)
-    if args.markdown:
-        with open(args.markdown, "w") as f:
-            f.write(text + "\n")
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(recs, f)
+    search_time.write_report(text, recs, args)
     return 0 if met else 1
 
 

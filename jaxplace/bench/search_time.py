@@ -253,6 +253,12 @@ def run(args) -> int:
     recs = {m: recs[m] for m in [*[m for m in methods if m != CPP],
                                  *[m for m in methods if m == CPP]]}
     text, met = report(recs, lbs, args, ks)
+    write_report(text, recs, args)
+    return 0 if met else 1
+
+
+def write_report(text: str, recs: dict, args) -> None:
+    """Print the report; write it to --markdown and the records to --json if asked."""
     print(text)
     if args.markdown:
         with open(args.markdown, "w") as f:
@@ -260,7 +266,6 @@ def run(args) -> int:
     if args.json:
         with open(args.json, "w") as f:
             json.dump(recs, f)
-    return 0 if met else 1
 
 
 def _main(argv=None) -> int:

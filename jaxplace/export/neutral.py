@@ -12,9 +12,15 @@ import os
 from collections.abc import Mapping
 
 from jaxplace.errors import JaxplaceError
-from jaxplace.export.onnx_stages import cut_stages, find_model, result_devices, result_op_blocks
+from jaxplace.export.onnx_stages import (
+    cut_stages,
+    find_model,
+    result_devices,
+    result_op_blocks,
+    tensor_bytes,
+)
 from jaxplace.formats import load_graph
-from jaxplace.importers.onnx_fold import fold, itemsize, load_model, require_onnx
+from jaxplace.importers.onnx_fold import fold, load_model, require_onnx
 
 FORMAT = "jaxplace-plan/1"
 
@@ -74,13 +80,7 @@ def _model_tensors(result, result_path, model, dim_values, op_block):
     folded = fold(proto, dict(dim_values or {}), 1, path)
 
     def nbytes(t):
-        shape, et = folded.info.get(t, (None, 1))
-        if shape is None:
-            return None
-        n = 1
-        for d in shape:
-            n *= int(d)
-        return n * itemsize(onnx, et)
+        return tensor_bytes(onnx, folded, t)
 
     made_in = {t: c.block for c in cuts for t in c.outputs}
     ins = {c.block: [{"name": t, "bytes": nbytes(t), "from_block": made_in.get(t)}

@@ -177,6 +177,17 @@ def stage_model(model, cut: StageCut, types: Mapping, name: str):
     return m
 
 
+def tensor_bytes(onnx, folded, name: str) -> int | None:
+    """Bytes of tensor `name` by the folded model's static shape (None: unknown)."""
+    shape, et = folded.info.get(name, (None, 1))
+    if shape is None:
+        return None
+    n = 1
+    for d in shape:
+        n *= int(d)
+    return n * itemsize(onnx, et)
+
+
 def _value_types(model) -> dict:
     """Declared or inferred type of every tensor, symbolic dimensions kept, so that a
     stage runs at any batch size the model runs at."""
@@ -211,13 +222,7 @@ def export_onnx_stages(model_path: str, op_block: Mapping[str, int], out_dir: st
             types[t] = onnx.helper.make_tensor_value_info(t, et, None)
 
     def nbytes(t):
-        shape, et = folded.info.get(t, (None, 1))
-        if shape is None:
-            return None
-        n = 1
-        for d in shape:
-            n *= int(d)
-        return n * itemsize(onnx, et)
+        return tensor_bytes(onnx, folded, t)
 
     os.makedirs(out_dir, exist_ok=True)
     made_in = {t: s for s, c in enumerate(cuts) for t in c.outputs}

@@ -87,26 +87,26 @@ class BlockState:
             return self.size[t] if any(blk(c) != X for c in self.cons[t]) else 0.0
         return self.size[t] if any(blk(c) == X for c in self.cons[t]) else 0.0
 
-    def score(self, v: int, to: int) -> tuple[float, float]:
-        """New costs of v's block and of block `to` if v moved there."""
+    def _io_change(self, v: int, to: int) -> tuple[int, float, float]:
+        """(v's block, change of its transfers, change of block `to`'s) if v moved."""
         a = self.a
         A = int(a[v])
         dA = dT = 0.0
         for t in self.touch[v]:
             dA += self._io(t, A, a, v, to) - self._io(t, A, a)
             dT += self._io(t, to, a, v, to) - self._io(t, to, a)
+        return A, dA, dT
+
+    def score(self, v: int, to: int) -> tuple[float, float]:
+        """New costs of v's block and of block `to` if v moved there."""
+        A, dA, dT = self._io_change(v, to)
         w, p = self.gw[v], self.gp[v]
         ca = self._block_cost(self.work[A] - w, self.param[A] - p, self.io[A] + dA)
         ct = self._block_cost(self.work[to] + w, self.param[to] + p, self.io[to] + dT)
         return ca, ct
 
     def apply(self, v: int, to: int) -> None:
-        a = self.a
-        A = int(a[v])
-        dA = dT = 0.0
-        for t in self.touch[v]:
-            dA += self._io(t, A, a, v, to) - self._io(t, A, a)
-            dT += self._io(t, to, a, v, to) - self._io(t, to, a)
+        A, dA, dT = self._io_change(v, to)
         w, p = self.gw[v], self.gp[v]
         self.work[A] -= w
         self.param[A] -= p
@@ -114,7 +114,7 @@ class BlockState:
         self.work[to] += w
         self.param[to] += p
         self.io[to] += dT
-        a[v] = to
+        self.a[v] = to
         for b in (A, to):
             self.cost[b] = self._block_cost(self.work[b], self.param[b], self.io[b])
 
