@@ -163,10 +163,8 @@ def evaluate_partition(problem: Problem, assignment, *,
     else the cluster's order); a `jaxplace.hetero.StageCosts`. Latency: the schedule
     of the ops on their given devices (`jaxplace.latency.objective`).
     """
-    from jaxplace.objectives.registry import objective_of
-
-    return objective_of(problem).evaluate_partition(problem, assignment,
-                                                    contiguous=contiguous, devices=devices)
+    return problem.objective_impl.evaluate_partition(problem, assignment,
+                                                     contiguous=contiguous, devices=devices)
 
 
 def partition_costs(problem: Problem, assignment, *, contiguous: bool = True
@@ -234,9 +232,7 @@ def _loose_order(problem: Problem, a: np.ndarray) -> np.ndarray:
 def _check_throughput(problem: Problem, what: str) -> None:
     """JaxplaceError unless the identical-accelerator model is the problem's objective
     (a cost computed under another objective would be a wrong number)."""
-    from jaxplace.objectives.registry import objective_of
-
-    obj = objective_of(problem)
+    obj = problem.objective_impl  # resolved once per problem
     if obj.name != "throughput":
         raise JaxplaceError(f"{what} computes throughput on identical accelerators, not "
                             f"{obj.label}; use jaxplace.evaluate_partition or "
@@ -246,9 +242,7 @@ def _check_throughput(problem: Problem, what: str) -> None:
 def lower_bound(problem: Problem) -> float:
     """The objective's own closed-form lower bound (`Objective.lower_bound`): the
     simple bound below for throughput on identical accelerators."""
-    from jaxplace.objectives.registry import objective_of
-
-    return float(objective_of(problem).lower_bound(problem))
+    return float(problem.objective_impl.lower_bound(problem))
 
 
 def simple_lower_bound(problem: Problem) -> float:

@@ -18,9 +18,6 @@ def _plain(v) -> str:
     return repr(v)
 
 
-#: The objectives a Problem could have when jaxplace was imported (more can be
-#: registered: `jaxplace.objectives.register`; `problem_objectives()` lists them all).
-OBJECTIVES = ("throughput", "latency")
 #: Relative slack on the hard capacity (see `Problem.capacity_limit`).
 CAPACITY_RTOL = 1e-9
 

@@ -12,7 +12,6 @@ is a `JaxplaceError` naming both, never a number computed under another objectiv
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -171,11 +170,6 @@ class Objective:
     def unsupported(self, what: str) -> JaxplaceError:
         return JaxplaceError(f"{what} is not available for {self.label} (objective "
                              f"{self.name!r})", field="objective")
-
-
-def finite_or_inf(x) -> float:
-    x = float(x)
-    return x if not math.isnan(x) else math.inf
 
 
 __all__ = ["ExactAnswer", "Objective"]
