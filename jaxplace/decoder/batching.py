@@ -4,11 +4,16 @@ One path for single-graph (P, width) and multi-graph (G, P, width) populations: 
 population axis is `axis`, everything before it is carried along. Chunks have a
 bucketed power-of-two length, so repeated calls with similar P reuse one compiled
 program; each chunk is sharded over the given devices along the population axis.
+On one CPU device (a plain Python process: XLA exposes one host device however many
+cores there are) the chunks run on a pool of host threads instead, one per core:
+XLA's CPU runtime executes a while-loop program on the calling thread, so a single
+call uses one core.
 """
 
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -36,17 +41,33 @@ class Batching:
             within `memory_budget`, on CPUs also with its DP table near CACHE_BYTES).
         devices: devices to shard each chunk over (None: all of `jax.devices()`).
         memory_budget: bytes of device memory one chunk may use.
+        threads: host threads running chunks at once on a single CPU device (None:
+            one per core this process may use; 1: one chunk after another).
     """
 
     chunk_size: int | None = None
     devices: tuple | None = None
     memory_budget: int = DEFAULT_MEMORY_BUDGET
+    threads: int | None = None
 
     @staticmethod
     def of(chunk_size=None, devices: Sequence | None = None,
-           memory_budget: int = DEFAULT_MEMORY_BUDGET) -> Batching:
+           memory_budget: int = DEFAULT_MEMORY_BUDGET, threads: int | None = None
+           ) -> Batching:
+        if threads is not None and int(threads) < 1:
+            from jaxplace.errors import JaxplaceError
+
+            raise JaxplaceError(f"must be at least 1, got {threads}", field="threads")
         return Batching(chunk_size, None if devices is None else tuple(devices),
-                        memory_budget)
+                        memory_budget, None if threads is None else int(threads))
+
+
+def usable_cores() -> int:
+    """CPU cores this process may run on."""
+    try:
+        return max(len(os.sched_getaffinity(0)), 1)
+    except AttributeError:  # not on Linux
+        return max(os.cpu_count() or 1, 1)
 
 
 def bytes_per_candidate(spec: Spec, itemsize: int) -> int:
@@ -85,6 +106,37 @@ def pop_batches(P: int, chunk: int, multiple: int) -> tuple[int, int]:
     return chunk, -(-P // chunk)
 
 
+@dataclass(frozen=True)
+class ChunkPlan:
+    """How one population is cut: `count` chunks of `size` rows, `threads` of them
+    at once (single CPU device), each sharded over `mesh` (None: one device)."""
+
+    size: int
+    count: int
+    threads: int
+    mesh: object
+
+
+def plan_chunks(P: int, *, spec: Spec, itemsize: int, batching: Batching,
+                groups: int = 1) -> ChunkPlan:
+    """The chunks of a population of P candidates (of `groups` graphs each)."""
+    mesh, ndev = make_mesh(batching.devices)
+    first = (jax.devices() if batching.devices is None else batching.devices)[0]
+    on_cpu = first.platform == "cpu"
+    cache = CACHE_BYTES if on_cpu else None
+    chunk = batching.chunk_size or chunk_size_for(
+        spec, itemsize, batching.memory_budget // max(groups, 1), ndev, cache)
+    chunk = -(-chunk // ndev) * ndev
+    threads = 1
+    if mesh is None and on_cpu:
+        threads = batching.threads or usable_cores()
+        if batching.chunk_size is None and threads > 1:
+            # at least one chunk per thread (not below 8 rows: dispatch overhead)
+            chunk = min(chunk, max(bucket(-(-P // threads), minimum=8), 8))
+    size, count = pop_batches(P, chunk, ndev)
+    return ChunkPlan(size, count, min(threads, count), mesh)
+
+
 def run_batched(run_chunk: Callable, Z: np.ndarray, *, spec: Spec, itemsize: int,
                 batching: Batching, axis: int = 0, pad_row=None) -> np.ndarray:
     """float64 costs of shape Z.shape[:axis + 1] from `run_chunk(z, mesh)` per chunk.
@@ -93,31 +145,49 @@ def run_batched(run_chunk: Callable, Z: np.ndarray, *, spec: Spec, itemsize: int
     get `pad_row` (default zeros) so that they are valid candidates.
     """
     P = Z.shape[axis]
-    groups = math.prod(Z.shape[:axis])
-    mesh, ndev = make_mesh(batching.devices)
-    first = (jax.devices() if batching.devices is None else batching.devices)[0]
-    cache = CACHE_BYTES if first.platform == "cpu" else None
-    chunk = batching.chunk_size or chunk_size_for(
-        spec, itemsize, batching.memory_budget // max(groups, 1), ndev, cache)
-    chunk = -(-chunk // ndev) * ndev
-    size, count = pop_batches(P, chunk, ndev)
+    plan = plan_chunks(P, spec=spec, itemsize=itemsize, batching=batching,
+                       groups=math.prod(Z.shape[:axis]))
+    size, count, mesh = plan.size, plan.count, plan.mesh
     lead = (slice(None),) * axis
     Zp = np.zeros(Z.shape[:axis] + (size * count,) + Z.shape[axis + 1:], dtype=Z.dtype)
     Zp[lead + (slice(0, P),)] = Z
     if pad_row is not None:
         Zp[lead + (slice(P, None),)] = pad_row
-    out = []
-    for i in range(count):
-        z = Zp[lead + (slice(i * size, (i + 1) * size),)]
-        if mesh is not None:
-            from jax.sharding import NamedSharding
-            from jax.sharding import PartitionSpec as PS
+    chunks = [Zp[lead + (slice(i * size, (i + 1) * size),)] for i in range(count)]
+    if plan.threads > 1:
+        out = _threaded(run_chunk, chunks, plan.threads)
+    else:
+        out = []
+        for z in chunks:
+            if mesh is not None:
+                from jax.sharding import NamedSharding
+                from jax.sharding import PartitionSpec as PS
 
-            z = jax.device_put(z, NamedSharding(mesh, PS(*([None] * axis), "pop")))
-        out.append(run_chunk(z, mesh))
+                z = jax.device_put(z, NamedSharding(mesh, PS(*([None] * axis), "pop")))
+            out.append(run_chunk(z, mesh))
     costs = np.concatenate([np.asarray(o, dtype=np.float64) for o in out], axis=axis)
     return costs[lead + (slice(0, P),)]
 
 
-__all__ = ["Batching", "CACHE_BYTES", "DEFAULT_MEMORY_BUDGET", "bytes_per_candidate",
-           "chunk_size_for", "make_mesh", "pop_batches", "run_batched"]
+def _threaded(run_chunk: Callable, chunks: list, threads: int) -> list:
+    """`run_chunk(z, None)` of every chunk on `threads` host threads, in order.
+
+    Each worker waits for its chunk's result, so the threads keep that many XLA
+    executions in flight at once; the caller's x64 setting (thread-local in JAX) is
+    carried into them.
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
+    x64 = bool(jax.config.jax_enable_x64)
+
+    def one(z):
+        with jax.enable_x64(x64):
+            return np.asarray(run_chunk(z, None), dtype=np.float64)
+
+    with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="jaxplace-chunk") as ex:
+        return list(ex.map(one, chunks))
+
+
+__all__ = ["Batching", "CACHE_BYTES", "ChunkPlan", "DEFAULT_MEMORY_BUDGET",
+           "bytes_per_candidate", "chunk_size_for", "make_mesh", "plan_chunks", "pop_batches",
+           "run_batched", "usable_cores"]

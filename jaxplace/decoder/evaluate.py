@@ -3,9 +3,12 @@
 
 Each call looks its evaluator up in `EVALUATORS` (an explicit, bounded LRU cache
 keyed by the problem object and the settings), so repeated calls on one problem do
-not rebuild the padded arrays. `evaluate` uses the full DP unless a window is asked
-for, so a call's speed never depends on earlier calls; build an `Evaluator` with
-`window="auto"` to let it adapt to the costs it has seen.
+not rebuild the padded arrays. `evaluate` picks its block window within each call
+(`SampledWindow`: a first round of rows with the full DP, the rest with the window
+their costs need, exactness checked), so a call's speed never depends on earlier
+calls; `window=None` forces the full DP, and an `Evaluator` with `window="auto"`
+adapts to the costs it has seen. On a single CPU device the chunks of a call run on
+one host thread per core.
 """
 
 from __future__ import annotations
@@ -68,14 +71,18 @@ EVALUATORS = EvaluatorCache()
 def evaluate(problem: Problem, X, *, precision: str = "float32",
              chunk_size: int | None = None, devices: Sequence | None = None,
              memory_budget: int = DEFAULT_MEMORY_BUDGET, impl: str = IMPL,
-             window: int | None = None) -> np.ndarray:
+             window: int | str | None = "sample", threads: int | None = None
+             ) -> np.ndarray:
     """(P,) float64 bottleneck costs of SliceGraph(Kahn(x)) for every row x of X.
 
     Same semantics as `jaxplace.reference.evaluate_reference` (ties to the smaller
     node index, overflow, hard capacity -> +inf, placement units, CPU blocks).
     `precision`: "float32" (within FLOAT32_RTOL) or "float64" (to rounding).
-    `window`: None (full DP) or an int (blocks of at most that many units, checked
-    and recomputed where inexact). See `Evaluator` for the other settings.
+    `window`: "sample" (chosen within the call from a first round of full-DP rows),
+    None (full DP) or an int (blocks of at most that many units); windowed costs are
+    checked and recomputed with the full DP where the restriction may be inexact, so
+    the costs do not depend on it. `threads`: host threads on a single CPU device
+    (None: one per core). See `Evaluator` for the other settings.
     """
     obj = problem.objective_impl
     if obj.name != "throughput":  # the problem's own objective decodes its rows
@@ -83,7 +90,7 @@ def evaluate(problem: Problem, X, *, precision: str = "float32",
     devices = None if devices is None else tuple(devices)
     ev = EVALUATORS.get(problem, precision=precision, chunk_size=chunk_size,
                         devices=devices, memory_budget=memory_budget, impl=impl,
-                        window=window)
+                        window=window, threads=threads)
     return ev(X)
 
 

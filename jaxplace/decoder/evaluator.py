@@ -24,7 +24,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxplace.decoder.batching import DEFAULT_MEMORY_BUDGET, Batching, run_batched
+from jaxplace.decoder.batching import (
+    DEFAULT_MEMORY_BUDGET,
+    Batching,
+    plan_chunks,
+    run_batched,
+)
 from jaxplace.decoder.decoding import decode_chunk, partitions
 from jaxplace.decoder.kahn import host_priority_keys
 from jaxplace.decoder.layout import Spec, bucket, graph_structure, stack_graphs
@@ -102,17 +107,19 @@ class Evaluator:
         problems: a `Problem`, or a sequence of them (one padded Spec, stacked graphs).
         precision: "float32" (within FLOAT32_RTOL of the reference) or "float64"
             (x64 enabled around each call only; agrees with the reference to rounding).
-        window: "auto" (an `AdaptiveWindow` owned by this evaluator), None (full DP),
-            an int, or a `WindowPolicy`. Single problem, lanes only.
+        window: "auto" (an `AdaptiveWindow` owned by this evaluator), "sample" (a
+            `SampledWindow`: per call), None (full DP), an int, or a `WindowPolicy`.
+            Single problem, lanes only.
         impl: "lanes" (population-minor fast path) or "simple" (vmapped oracle).
-        chunk_size, devices, memory_budget: see `Batching`.
+        chunk_size, devices, memory_budget, threads: see `Batching`.
         spec: pad to this Spec instead of the smallest bucket (shares compiled code).
     """
 
     def __init__(self, problems: Problem | Sequence[Problem], *, precision: str = "float32",
                  window="auto", impl: str = IMPL, chunk_size: int | None = None,
                  devices: Sequence | None = None,
-                 memory_budget: int = DEFAULT_MEMORY_BUDGET, spec: Spec | None = None):
+                 memory_budget: int = DEFAULT_MEMORY_BUDGET, spec: Spec | None = None,
+                 threads: int | None = None):
         self.multi = not isinstance(problems, Problem)
         self.problems = list(problems) if self.multi else [problems]
         if not self.problems or not all(isinstance(p, Problem) for p in self.problems):
@@ -121,7 +128,7 @@ class Evaluator:
         self.precision = precision
         self.dtype = compute_dtype(precision)
         self.impl = impl
-        self.batching = Batching.of(chunk_size, devices, memory_budget)
+        self.batching = Batching.of(chunk_size, devices, memory_budget, threads)
         self.window = window_policy(window)
         with jax.enable_x64(precision == "float64"):
             self.spec, self.graph = self._build(spec)
@@ -203,18 +210,40 @@ class Evaluator:
                            batching=self.batching, pad_row=self._pad_row(use_keys))
 
     def _evaluate(self, Z: np.ndarray, use_keys: bool) -> np.ndarray:
-        L = None
-        if self.impl == "lanes":
-            if self._bounds is None:
-                self._bounds = block_bounds(self.problem, self.structure)
-            L = self.window.choose(self._bounds, self.spec)
+        if self.impl != "lanes":
+            costs = self._score_rows(Z, use_keys, None)
+            self.window.observe(costs)
+            return costs
+        if self._bounds is None:
+            self._bounds = block_bounds(self.problem, self.structure)
+        L = self.window.choose(self._bounds, self.spec)
+        head = self._sample_rows(len(Z)) if L is None else 0
+        if head:  # a SampledWindow: its rows with the full DP pick the rest's window
+            first = self._score_rows(Z[:head], use_keys, None)
+            L = self.window.after_sample(self._bounds, self.spec, first)
+            costs = np.concatenate([first, self._windowed(Z[head:], use_keys, L)])
+        else:
+            costs = self._windowed(Z, use_keys, L)
+        self.window.observe(costs)
+        return costs
+
+    def _sample_rows(self, rows: int) -> int:
+        sample_rows = getattr(self.window, "sample_rows", None)
+        if sample_rows is None:
+            return 0
+        plan = plan_chunks(rows, spec=self.spec, itemsize=self.itemsize,
+                           batching=self.batching)
+        return sample_rows(rows, plan.size * plan.threads)
+
+    def _windowed(self, Z: np.ndarray, use_keys: bool, L: int | None) -> np.ndarray:
+        """Costs with blocks of at most L units, recomputed with the full DP where
+        the restriction may not be exact."""
         costs = self._score_rows(Z, use_keys, L)
         if L is not None:
             bound = block_bound(self.problem, L, self._bounds)
             redo = ~(costs < bound * (1 - WINDOW_MARGIN))
             if redo.any():
                 costs[redo] = self._score_rows(Z[redo], use_keys, None)
-        self.window.observe(costs)
         return costs
 
     def _evaluate_graphs(self, X) -> np.ndarray:

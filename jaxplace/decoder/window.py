@@ -13,6 +13,9 @@ A policy is an explicit object owned by one `Evaluator`:
 - `FixedWindow(L)`: always blocks of at most L units (with the exactness check).
 - `AdaptiveWindow()`: the window of the previous call's largest cost times `slack`;
   its state (that cost) lives in the policy object, so two evaluators never share it.
+- `SampledWindow()`: within each call, the first rows (one round of chunks) with the
+  full DP, the rest with the window their largest cost needs (history-free: a call's
+  speed depends on its own rows only; the default of `jp.evaluate`).
 """
 
 from __future__ import annotations
@@ -154,24 +157,56 @@ class AdaptiveWindow:
             self.expected_max = float(fin.max())
 
 
+@dataclass
+class SampledWindow:
+    """Per call: a sample of rows with the full DP, the rest windowed (see module doc).
+
+    The `Evaluator` scores the sample (`sample_rows` of the call's rows, one round of
+    its chunks) first and asks `after_sample` for the rest's window; the exactness
+    check and full-DP recomputation apply as for any window. Calls with fewer than
+    `min_factor` x sample rows use the full DP throughout.
+    """
+
+    min_factor: int = 2
+
+    def choose(self, bounds: np.ndarray, spec: Spec) -> int | None:
+        return None
+
+    def observe(self, costs: np.ndarray) -> None:
+        return None
+
+    def sample_rows(self, rows: int, round_rows: int) -> int:
+        """Rows to score with the full DP first (0: the whole call is full DP)."""
+        return round_rows if rows >= self.min_factor * round_rows else 0
+
+    def after_sample(self, bounds: np.ndarray, spec: Spec, costs: np.ndarray
+                     ) -> int | None:
+        fin = costs[np.isfinite(costs)]
+        return window_for(bounds, spec, float(fin.max()) if len(fin) else None)
+
+
 def window_policy(window) -> WindowPolicy:
-    """A policy from "auto", None, an int, or a policy object (returned as is)."""
+    """A policy from "auto", "sample", None, an int, or a policy object (returned as
+    is)."""
     if window is None:
         return FullWindow()
     if isinstance(window, str):
         if window == "auto":
             return AdaptiveWindow()
-        raise JaxplaceError(f"must be 'auto', None or an int, got {window!r}",
+        if window == "sample":
+            return SampledWindow()
+        raise JaxplaceError(f"must be 'auto', 'sample', None or an int, got {window!r}",
                             field="window")
     if isinstance(window, int | np.integer):
         return FixedWindow(int(window))
     if hasattr(window, "choose") and hasattr(window, "observe"):
         return window
-    raise JaxplaceError(f"must be 'auto', None, an int or a WindowPolicy, got "
+    raise JaxplaceError(f"must be 'auto', 'sample', None, an int or a WindowPolicy, got "
                         f"{type(window).__name__}", field="window")
 
 
-__all__ = ["AdaptiveWindow", "FixedWindow", "FullWindow", "WINDOW_MARGIN", "WindowPolicy",
+__all__ = ["AdaptiveWindow", "FixedWindow", "FullWindow", "SampledWindow", "WINDOW_MARGIN",
+           "WindowPolicy",
            "block_bound", "block_bounds", "class_window", "needed_window", "search_window",
            "window_for",
            "window_policy"]
