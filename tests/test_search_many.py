@@ -101,6 +101,31 @@ def test_results_do_not_depend_on_chunking(mixed_run):
         assert x.evaluations == y.evaluations
 
 
+@pytest.fixture(scope="module")
+def two_bucket_runs():
+    probs = mixed_problems()
+    kw = dict(exact=False, budget=1500, polish=False, max_programs=2)
+    return probs, search_many(probs, workers=1, **kw), search_many(probs, workers=2, **kw)
+
+
+def test_buckets_on_two_threads_match_one(two_bucket_runs):
+    probs, one, two = two_bucket_runs
+    assert len(bucket_summary(probs, 2)) == 2
+    for p, x, y in zip(probs, one, two, strict=True):
+        check_exact(p, y)
+        assert np.array_equal(x.priorities, y.priorities) and x.cost == y.cost
+        assert x.evaluations == y.evaluations
+
+
+def test_time_limit_compiles_first_and_every_bucket_searches():
+    probs = mixed_problems()
+    rs = search_many(probs, exact=False, budget=1500, polish=False, max_programs=2,
+                     workers=2, time_limit=60.0)
+    for p, r in zip(probs, rs, strict=True):
+        check_exact(p, r)
+        assert r.evaluations > 0  # no bucket starved by the others' compiles
+
+
 def interrupt_after(monkeypatch, chunks: int, action):
     """Make the bucket loop call `action()` instead of its chunk number `chunks`."""
     from jaxplace.search import many_run
@@ -154,6 +179,11 @@ def test_polish_at_small_k_stays_exact():
     (r,) = search_many([p], exact=False, budget=600, polish=True)
     check_exact(p, r)
     assert "polish" in r.info or r.cost <= r.lower_bound * (1 + 1e-9)
+
+
+def test_bad_workers_names_the_field():
+    with pytest.raises(jp.JaxplaceError, match="workers"):
+        search_many(mixed_problems()[:1], workers=0)
 
 
 def test_bad_input_names_the_field():

@@ -20,12 +20,14 @@ Results stream out as each problem finishes (`on_result(index, result)`, or
 keeps every finished result and, for each unfinished problem, its best so far (the
 best heuristic order when its bucket never started), marked `interrupted`.
 
-Executors: "local" runs the buckets one after another in this process, each with a
-share of the time limit proportional to its padded work; "ray" runs one Ray task per
-bucket (`num_cpus` each; `ray_address`: an existing cluster, None: a local one),
-each with the whole time limit. With no time limit both give identical results for
-the same seeds: problem i searches with seed `seed + i`, and its random stream does
-not depend on how steps are cut into chunks.
+Executors: "local" runs the buckets in this process, `workers` of them at once on
+host threads (`many_local`: one per core by default; with a time limit all programs
+are compiled first, then each bucket gets a share of the time left by its padded
+work); "ray" runs one Ray task per bucket (`num_cpus` each; `ray_address`: an
+existing cluster, None: a local one), each with the whole time limit. With no time
+limit both give identical results for the same seeds, whatever the workers: problem
+i searches with seed `seed + i`, and its random stream does not depend on how steps
+are cut into chunks or on which thread runs its bucket.
 
 Every reported cost is the float64 reference's (`jaxplace.reference`) of the
 reported partition.
@@ -41,6 +43,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from jaxplace.decoder.batching import usable_cores
 from jaxplace.errors import JaxplaceError
 from jaxplace.problem import Problem
 from jaxplace.search.many_buckets import MAX_PROGRAMS, Bucket, plan_buckets, problem_class
@@ -131,7 +134,7 @@ def search_many(problems: Sequence[Problem], method: str | None = None, *,
                 max_programs: int = MAX_PROGRAMS, polish: bool | None = None,
                 ray_address: str | None = None, num_cpus: int = 1,
                 use_policy: bool | None = None, exact: bool = True,
-                **options) -> list[Result]:
+                workers: int | None = None, **options) -> list[Result]:
     """Best partition of every problem, searched in batches (see the module doc).
 
     Args:
@@ -153,6 +156,8 @@ def search_many(problems: Sequence[Problem], method: str | None = None, *,
         exact: first prove the problems an exact method fits at once (the planner's
             first step: the DP over ideals on graphs with few ideals); they skip the
             batched search.
+        workers: local executor: buckets run at once on this many host threads
+            (None: one per CPU core this process may use).
         options: `population`, `brkga_share`, `brkga_patience`, `patience`, `chunk`.
 
     Returns:
@@ -163,7 +168,8 @@ def search_many(problems: Sequence[Problem], method: str | None = None, *,
                                  seed=seed, executor=executor, cancel=cancel,
                                  max_programs=max_programs, polish=polish,
                                  ray_address=ray_address, num_cpus=num_cpus,
-                                 use_policy=use_policy, exact=exact, **options):
+                                 use_policy=use_policy, exact=exact, workers=workers,
+                                 **options):
         out[i] = r
         if on_result is not None:
             on_result(i, r)
@@ -177,6 +183,7 @@ def iter_search_many(problems: Sequence[Problem], method: str | None = None, *,
                      max_programs: int = MAX_PROGRAMS, polish: bool | None = None,
                      ray_address: str | None = None, num_cpus: int = 1,
                      use_policy: bool | None = None, exact: bool = True,
+                     workers: int | None = None,
                      **options) -> Iterator[tuple[int, Result]]:
     """`search_many` as a generator of (index, Result), in finishing order; every
     problem is yielded exactly once, also after Ctrl-C or `cancel`."""
@@ -184,6 +191,8 @@ def iter_search_many(problems: Sequence[Problem], method: str | None = None, *,
     settings = _settings(method, time_limit, budget, seed, polish, options)
     if executor not in ("local", "ray"):
         raise JaxplaceError(f"must be 'local' or 'ray', got {executor!r}", field="executor")
+    if workers is not None and int(workers) < 1:
+        raise JaxplaceError(f"must be at least 1, got {workers}", field="workers")
     problems = list(problems)
     if not problems:
         return
@@ -216,7 +225,10 @@ def iter_search_many(problems: Sequence[Problem], method: str | None = None, *,
             stream = ray_buckets(prepared, buckets, settings, cancel, ray_address,
                                  num_cpus)
         else:
-            stream = _local_buckets(prepared, buckets, settings, cancel, start)
+            from jaxplace.search.many_local import local_buckets
+
+            stream = local_buckets(prepared, buckets, settings, cancel, start,
+                                   workers or usable_cores())
         try:
             for i, r in stream:
                 pending.discard(i)
@@ -244,22 +256,6 @@ def _settings(method, time_limit, budget, seed, polish, options) -> ManySettings
                             f"{', '.join(sorted(known))}", field="options")
     return ManySettings(seed=int(seed), budget=budget, time_limit=time_limit,
                         polish=polish, **options)
-
-
-def _local_buckets(prepared, buckets: list[Bucket], settings: ManySettings, cancel,
-                   start: float):
-    works = [b.work() for b in buckets]
-    for j, b in enumerate(buckets):
-        if cancel.is_set():
-            return
-        s = settings
-        if settings.time_limit is not None:
-            left = settings.time_limit - (time.perf_counter() - start)
-            share = left * works[j] / sum(works[j:])
-            if share <= 0:
-                return
-            s = replace(settings, time_limit=share)
-        yield from run_bucket([prepared[i] for i in b.members], b, s, cancel)
 
 
 def seed_result(p: Prepared, start: float, interrupted: bool = True) -> Result:

@@ -38,6 +38,7 @@ class BucketRun:
 
         self.members, self.bucket, self.s = members, bucket, settings
         self.cancel = cancel or threading.Event()
+        self._ready = None  # (data, state) once `compile` ran
         self.start = time.perf_counter()
         opts = dict(settings.options)
         P = settings.population
@@ -102,11 +103,28 @@ class BucketRun:
             key=jnp.stack(keys), mean=jnp.asarray(mean), log_std=jnp.asarray(log_std),
             coupled=jnp.asarray([m.dist is not None for m in self.members]))
 
-    # -- loop -------------------------------------------------------------------------
-
-    def results(self):
+    def compile(self) -> None:
+        """Build the bucket's device arrays and compile its program (a zero-step
+        call), so that a later `results` spends its time searching."""
         data = self._data()
         state = jax.vmap(self.program.init_state)(self.X0, data.x_seed)
+        jax.block_until_ready(many_chunk(self.program, data, state, jnp.int32(0)))
+        self._ready = (data, state)
+
+    # -- loop -------------------------------------------------------------------------
+
+    def results(self, time_limit: float | None = None):
+        """Yields (index, Result) as problems finish; `time_limit` (seconds from this
+        call) replaces the settings' one when given."""
+        from dataclasses import replace
+
+        if time_limit is not None:
+            self.s = replace(self.s, time_limit=time_limit)
+        if self._ready is None:
+            self.compile()
+        data, state = self._ready
+        self._ready = None
+        self.start = time.perf_counter()
         G = len(self.members)
         done = np.zeros(G, bool)
         best_x = np.asarray(state.best_x)

@@ -1,0 +1,117 @@
+"""The local executor of `search_many`: buckets on a pool of host threads.
+
+XLA's CPU runtime runs one compiled program on the thread that calls it, so one
+bucket keeps one core busy; with `workers` threads (default: one per core) that
+many buckets run at once, and their programs compile at once too. Buckets are
+handed out largest padded work first (the longest-processing-time rule), each to
+the next free worker (all on JAX's default device: the CPU runtime runs programs
+of one device from several threads at once).
+
+With a time limit every bucket's program is compiled first (compiles cannot be
+interrupted, and counting them against the first buckets' shares would starve the
+last ones), then each bucket, when a worker picks it, gets the time left times its
+share of the work still waiting (at most all of it).
+
+Results stream out through a queue as each problem finishes. Ctrl-C (in the
+consuming thread) sets `cancel`: every running bucket stops after its chunk in
+flight and reports each unfinished problem's best; a second Ctrl-C stops waiting.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections.abc import Iterator
+
+from jaxplace.search.many_run import BucketRun
+
+
+def local_buckets(prepared, buckets, settings, cancel: threading.Event, start: float,
+                  workers: int) -> Iterator[tuple[int, object]]:
+    """Yields (index, Result) of every problem of `buckets` (see the module doc)."""
+    workers = max(1, min(int(workers), len(buckets)))
+    runs = [BucketRun([prepared[i] for i in b.members], b, settings, cancel)
+            for b in buckets]
+    works = [b.work() for b in buckets]
+    todo = sorted(range(len(runs)), key=lambda j: -works[j])
+    limit = settings.time_limit
+    out: queue.SimpleQueue = queue.SimpleQueue()
+    lock = threading.Lock()
+
+    def share(j: int) -> float | None:
+        if limit is None:
+            return None
+        left = limit - (time.perf_counter() - start)
+        waiting = works[j] + sum(works[i] for i in todo)
+        return left * min(1.0, works[j] * workers / waiting)
+
+    def compile_all() -> None:
+        while not cancel.is_set():
+            with lock:
+                if not pending_compiles:
+                    return
+                j = pending_compiles.pop(0)
+            runs[j].compile()
+
+    def search() -> None:
+        while not cancel.is_set():
+            with lock:
+                if not todo:
+                    return
+                j = todo.pop(0)
+                t = share(j)
+            if t is not None and t <= 0:
+                return
+            for item in runs[j].results(t):
+                out.put(("result", item))
+
+    def worker(w: int) -> None:
+        try:
+            if limit is not None:
+                compile_all()
+                barrier.wait()
+            search()
+        except threading.BrokenBarrierError:
+            pass
+        except BaseException as exc:  # handed to the consuming thread
+            cancel.set()
+            barrier.abort()
+            out.put(("error", exc))
+        finally:
+            out.put(("done", w))
+
+    pending_compiles = list(todo)
+    barrier = threading.Barrier(workers)
+    threads = [threading.Thread(target=worker, args=(w,), daemon=True,
+                                name=f"jaxplace-bucket-{w}") for w in range(workers)]
+    for t in threads:
+        t.start()
+    alive, error, waiting = workers, None, True
+    try:
+        while alive and waiting:
+            try:
+                kind, item = out.get(timeout=0.2)  # a timeout, so Ctrl-C is seen
+            except queue.Empty:
+                continue
+            except KeyboardInterrupt:
+                if cancel.is_set():  # the second Ctrl-C: stop waiting
+                    waiting = False
+                cancel.set()
+                barrier.abort()
+                continue
+            if kind == "result":
+                yield item
+            elif kind == "done":
+                alive -= 1
+            else:
+                error = error or item
+    finally:
+        if alive:  # the consumer stopped early, or a second Ctrl-C
+            cancel.set()
+            barrier.abort()
+    if error is not None:
+        raise error
+
+
+__all__ = ["local_buckets"]
