@@ -63,10 +63,14 @@ def count_compiles():
     handler = Handler(level=logging.DEBUG)
     logger = logging.getLogger("jax")
     logger.addHandler(handler)
+    # the global setting, not the `jax.log_compiles()` context: that one is
+    # thread-local, and search_many compiles on worker threads
+    before = jax.config.jax_log_compiles
+    jax.config.update("jax_log_compiles", True)
     try:
-        with jax.log_compiles():
-            yield counts
+        yield counts
     finally:
+        jax.config.update("jax_log_compiles", before)
         logger.removeHandler(handler)
 
 
