@@ -417,11 +417,19 @@ def _take(tree, idx):
     return jax.tree.map(lambda a: a[idx], tree)
 
 
-def make_train_chunk(graphdef, spec, optimizer, cfg: TrainConfig, length: int):
-    """jit(state, pool) -> (state, metrics): `length` steps in one `lax.scan`."""
+def make_train_chunk(graphdef, spec, optimizer, cfg: TrainConfig, length: int,
+                     dp=None):
+    """jit(state, pool) -> (state, metrics): `length` steps in one `lax.scan`.
+
+    `dp` (a `distributed.DataParallel`, for runs over several processes) splits each
+    step's graphs over its devices and sums their parameter gradients in one flat
+    all-reduce."""
     from jaxplace.decoder import score_graphs
 
     apply = jax.vmap(pure_apply(graphdef, with_raw=True), in_axes=(None, 0))
+    shard = (lambda x: x) if dp is None else dp.shard
+    param_vjp = ((lambda p, inputs: jax.vjp(lambda q: apply(q, inputs), p)) if dp is None
+                 else partial(dp.vjp, apply))
     G, P = cfg.graphs, cfg.samples
     fixed_labels = bool(cfg.expert) and cfg.expert_labels == "block"
 
@@ -429,12 +437,12 @@ def make_train_chunk(graphdef, spec, optimizer, cfg: TrainConfig, length: int):
         params, opt_state, kd, t, *memory = state
         key, k_idx, k_z = jax.random.split(jax.random.wrap_key_data(kd), 3)
         npool = pool["lb"].shape[0]
-        idx = jax.random.choice(k_idx, npool, (G,), replace=npool < G)
+        idx = shard(jax.random.choice(k_idx, npool, (G,), replace=npool < G))
         inputs, graphs, lb = _take(pool["inputs"], idx), _take(pool["graphs"], idx), \
             pool["lb"][idx]
         mask = inputs["mask"]
-        (mean, log_std, raw), vjp = jax.vjp(lambda p: apply(p, inputs), params)
-        z = jnp.swapaxes(sample_latent(k_z, mean, log_std, (P,)), 0, 1)  # (G, P, N)
+        (mean, log_std, raw), vjp = param_vjp(params, inputs)
+        z = shard(jnp.swapaxes(sample_latent(k_z, mean, log_std, (P,)), 0, 1))  # (G, P, N)
         costs = score_graphs(spec, graphs, z)
         r = rewards(costs, lb, cfg.ratio_cap)
         adv = loo_advantages(r)
@@ -465,9 +473,15 @@ def make_train_chunk(graphdef, spec, optimizer, cfg: TrainConfig, length: int):
         (grads,) = vjp(jax.grad(loss, argnums=(0, 1, 2))(mean, log_std, raw))
         params, opt_state = update(params, opt_state, grads)
         if cfg.ppo_epochs > 1:
+            def grad(p):
+                if dp is None:
+                    return jax.grad(lambda q: loss(*apply(q, inputs)))(p)
+                out, back = param_vjp(p, inputs)
+                return back(jax.grad(loss, argnums=(0, 1, 2))(*out))[0]
+
             def epoch(carry, _):
                 p, o = carry
-                return update(p, o, jax.grad(lambda q: loss(*apply(q, inputs)))(p)), None
+                return update(p, o, grad(p)), None
 
             (params, opt_state), _ = jax.lax.scan(epoch, (params, opt_state), None,
                                                   length=cfg.ppo_epochs - 1)
@@ -588,9 +602,10 @@ def _export(out: Path, cfg: TrainConfig, params, step: int, wall: float,
     return target
 
 
-def _run_chunks(cfg, out, run, validate, state, pools, log, t0, bar, stop_at):
+def _run_chunks(cfg, out, run, validate, state, pools, log, t0, bar, stop_at,
+                primary: bool = True):
     """The chunk loop up to step `stop_at`; returns (state, last validation dict).
-    Saves on Ctrl-C."""
+    Saves on Ctrl-C. Only the `primary` process validates, logs and saves."""
     train_pool, val_pool = pools
     val: dict = {}
     step = int(state[3])
@@ -601,18 +616,19 @@ def _run_chunks(cfg, out, run, validate, state, pools, log, t0, bar, stop_at):
             state, step = new, int(new[3])
             rec = {"step": step, "wall": round(log.wall + time.perf_counter() - t0, 2),
                    **{k: round(v, 6) for k, v in metrics.items()}}
-            if step % cfg.validate_every == 0 or step >= stop_at:
+            if primary and (step % cfg.validate_every == 0 or step >= stop_at):
                 val = _validate(validate, state[0], val_pool, cfg)
                 rec.update({k: round(v, 6) for k, v in val.items()})
             log.write(rec)
             bar.update(cfg.chunk)
             bar.set_postfix(reward=f"{metrics['reward']:.4f}",
                             val=f"{val.get('val_greedy', float('nan')):.4f}")
-            if step % cfg.checkpoint_every == 0 or step >= stop_at:
+            if primary and (step % cfg.checkpoint_every == 0 or step >= stop_at):
                 ck.save_train_state(ck.checkpoint_path(out, step), state, cfg.to_json())
     except KeyboardInterrupt:
-        ck.save_train_state(ck.checkpoint_path(out, step), state, cfg.to_json())
-        print(f"\ninterrupted: saved step {step} to {out}", file=sys.stderr)
+        if primary:
+            ck.save_train_state(ck.checkpoint_path(out, step), state, cfg.to_json())
+            print(f"\ninterrupted: saved step {step} to {out}", file=sys.stderr)
     return state, val
 
 
@@ -684,8 +700,15 @@ def train(config, out=None, *, export=None, progress: bool | None = None,
         stop_at: stop (checkpoint and export) after this step, a multiple of chunk,
             keeping the learning-rate schedule of `config.steps`; the result is the
             same as the full run's checkpoint at that step.
+
+    Under `jax.distributed` with several processes (`jaxplace.policy.distributed`)
+    every process calls this with the same arguments; each step's graphs are split
+    over all their devices, and process 0 alone writes `out` and the export (the
+    others return the export's path too).
     """
     from tqdm import tqdm
+
+    from jaxplace.policy import distributed
 
     cfg = load_config(config)
     stop_at = cfg.steps if stop_at is None else min(int(stop_at), cfg.steps)
@@ -695,37 +718,55 @@ def train(config, out=None, *, export=None, progress: bool | None = None,
                             "be multiples of chunk", field="config")
     if cfg.expert:  # a bad solution file stops the run before anything is written
         load_solutions(cfg.expert, cfg.pool if problems is None else len(problems[0]))
+    dp = distributed.DataParallel.for_run(cfg.graphs)
+    primary = dp is None or dp.primary
     optimizer = make_optimizer(cfg)
     graphdef, state = init_state(cfg, optimizer)  # so does a bad starting policy
     out = Path(out or Path("runs") / cfg.name)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "train_config.json").write_text(json.dumps(cfg.to_json(), indent=2) + "\n")
+    if dp is not None:
+        dp.check_equal(distributed.config_digest(cfg.to_json()), "config")
+    if primary:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "train_config.json").write_text(json.dumps(cfg.to_json(), indent=2) + "\n")
     t_data = time.perf_counter()
     spec, sizes, train_pool, val_pool, skipped = build_data(cfg, problems)
     if cfg.imitation > 0:
         memory = train_pool.pop("expert", None) or init_memory(
             int(train_pool["lb"].shape[0]), spec.width)
         state = (*state, memory)
-    state, start = _resume(out, cfg, state)
-    log = MetricsLog(out / "metrics.jsonl", start)
-    run = make_train_chunk(graphdef, spec, optimizer, cfg, cfg.chunk)
+    if primary:
+        state, start = _resume(out, cfg, state)
+    if dp is not None:  # process 0's (resumed) state everywhere, on the same pool
+        state = dp.sync(state)
+        start = int(state[3])
+        dp.check_equal(train_pool, "pool")
+    log = MetricsLog(out / "metrics.jsonl", start) if primary else distributed.NoLog()
+    run = make_train_chunk(graphdef, spec, optimizer, cfg, cfg.chunk, dp)
     validate = make_validate(graphdef, spec, cfg.val_samples)
+    if dp is not None:
+        run, train_pool = dp.wrap(run), dp.replicate(train_pool)
+    quiet = quiet or not primary
     if not quiet:
         print(f"{cfg.name}: {int(train_pool['lb'].shape[0])} training problems "
               f"({skipped} skipped{' or tied' if cfg.tie_probe else ''}), "
               f"{int(val_pool['lb'].shape[0])} validation, {spec}, "
               f"data {time.perf_counter() - t_data:.1f} s, from step {start}",
               file=sys.stderr)
-    if start == 0:
+    if start == 0 and primary:
         log.write({"step": 0, "wall": 0.0, **_validate(validate, state[0], val_pool, cfg)})
     t0 = time.perf_counter()
     disable = (not sys.stderr.isatty()) if progress is None else not progress
+    disable = disable or not primary
     with tqdm(total=cfg.steps, desc=cfg.name, unit="step", disable=disable,
               file=sys.stderr, dynamic_ncols=True) as bar:
         bar.update(start)
         state, val = _run_chunks(cfg, out, run, validate, state, (train_pool, val_pool),
-                                 log, t0, bar, stop_at)
+                                 log, t0, bar, stop_at, primary)
     wall = log.wall + time.perf_counter() - t0
+    if dp is not None:
+        dp.check_equal(state[0], "params")
+    if not primary:
+        return Path(export) if export else out / "policy"
     path = _export(out, cfg, state[0], int(state[3]), wall, val,
                    Path(export) if export else None)
     if not quiet:
