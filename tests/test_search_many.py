@@ -143,7 +143,7 @@ def interrupt_after(monkeypatch, chunks: int, action):
 
 
 LONG = dict(budget=30_000, polish=False, max_programs=1, patience=10**9,
-            brkga_patience=10**9)
+            brkga_patience=10**9, group=100)  # every problem in one program call
 
 
 def test_cancel_keeps_finished_results_and_unfinished_bests(monkeypatch):
@@ -158,6 +158,21 @@ def test_cancel_keeps_finished_results_and_unfinished_bests(monkeypatch):
         assert 0 < r.evaluations <= 3 * 8 * 100
         if not r.interrupted:  # finished before the cancel: reached the bound
             assert r.cost <= r.lower_bound * (1 + 1e-5)
+
+
+def test_cancel_one_problem_per_call_reports_unstarted_ones(monkeypatch):
+    probs = mixed_problems()
+    cancel = threading.Event()
+    interrupt_after(monkeypatch, 4, cancel.set)  # compile, then 3 chunks of problem 0
+    out = dict(iter_search_many(probs, cancel=cancel, exact=False, workers=1,
+                                **(LONG | {"group": 1})))
+    assert sorted(out) == list(range(len(probs)))
+    started = [i for i, r in out.items() if r.evaluations > 0]
+    assert started == [0] and out[0].interrupted  # equal runs go in input order
+    for i, r in out.items():
+        check_exact(probs[i], r)
+        if i != 0:  # never started: the best heuristic order
+            assert r.interrupted and r.info.get("start") == "heuristic"
 
 
 def test_ctrl_c_keeps_every_best(monkeypatch):

@@ -62,7 +62,8 @@ class ManySettings:
 
     budget: evaluations per problem (None: the default search's `default_budget`);
     time_limit: seconds per bucket (None: none); polish: None (the default search's
-    rule: k <= 4), True or False.
+    rule: k <= 4), True or False; group: problems of a bucket advanced together by
+    one program call (None: `default_group`).
     """
 
     seed: int = 0
@@ -74,7 +75,22 @@ class ManySettings:
     patience: int | None = None
     polish: bool | None = None
     chunk: int = CHUNK_STEPS
+    group: int | None = None
     options: tuple = ()
+
+
+def default_group(platform: str) -> int | None:
+    """Problems per program call: on CPUs one (a 100-wide population already fills
+    a core's vector lanes, so vmapping over problems adds no parallelism, only idle
+    lanes once a problem finishes; whole cores come from the executor's threads
+    instead), on accelerators the whole bucket (None)."""
+    return 1 if platform == "cpu" else None
+
+
+def groups(members: list, group: int | None) -> list[list]:
+    """`members` cut into runs of at most `group` (None: all together)."""
+    g = len(members) if group is None else max(int(group), 1)
+    return [members[i:i + g] for i in range(0, len(members), g)]
 
 
 @dataclass
@@ -158,7 +174,9 @@ def search_many(problems: Sequence[Problem], method: str | None = None, *,
             batched search.
         workers: local executor: buckets run at once on this many host threads
             (None: one per CPU core this process may use).
-        options: `population`, `brkga_share`, `brkga_patience`, `patience`, `chunk`.
+        options: `population`, `brkga_share`, `brkga_patience`, `patience`, `chunk`,
+            `group` (problems per program call; default: 1 on CPUs, the whole bucket
+            on accelerators).
 
     Returns:
         One `Result` per problem, in input order (`method` "many").
@@ -230,9 +248,9 @@ def iter_search_many(problems: Sequence[Problem], method: str | None = None, *,
             stream = local_buckets(prepared, buckets, settings, cancel, start,
                                    workers or usable_cores())
         try:
-            for i, r in stream:
+            for i, r in stream:  # wall time: from this call's start, any executor
                 pending.discard(i)
-                yield i, r
+                yield i, replace(r, wall_time=time.perf_counter() - start)
         finally:
             stream.close()  # Ray: cancels the tasks still running
     except KeyboardInterrupt:
@@ -249,11 +267,13 @@ def _settings(method, time_limit, budget, seed, polish, options) -> ManySettings
         raise JaxplaceError("must be at least 1", field="budget")
     if time_limit is not None and not time_limit > 0:
         raise JaxplaceError("must be positive", field="time_limit")
-    known = {"population", "brkga_share", "brkga_patience", "patience", "chunk"}
+    known = {"population", "brkga_share", "brkga_patience", "patience", "chunk", "group"}
     bad = sorted(set(options) - known)
     if bad:
         raise JaxplaceError(f"unknown option(s) {', '.join(bad)}; known: "
                             f"{', '.join(sorted(known))}", field="options")
+    if options.get("group") is not None and int(options["group"]) < 1:
+        raise JaxplaceError(f"must be at least 1, got {options['group']}", field="group")
     return ManySettings(seed=int(seed), budget=budget, time_limit=time_limit,
                         polish=polish, **options)
 
@@ -271,11 +291,17 @@ def seed_result(p: Prepared, start: float, interrupted: bool = True) -> Result:
 
 def run_bucket(members: list[Prepared], bucket: Bucket, settings: ManySettings,
                cancel: threading.Event | None = None) -> Iterator[tuple[int, Result]]:
-    """Search the problems of one bucket together; yields (index, Result) as each
-    finishes (see the module doc)."""
+    """Search the problems of one bucket, `settings.group` at a time; yields (index,
+    Result) as each finishes (see the module doc)."""
+    import jax
+
     from jaxplace.search.many_run import BucketRun
 
-    yield from BucketRun(members, bucket, settings, cancel).results()
+    group = settings.group or default_group(jax.default_backend())
+    for part in groups(members, group):
+        if cancel is not None and cancel.is_set():
+            return
+        yield from BucketRun(part, bucket, settings, cancel).results()
 
 
 def bucket_summary(problems: Sequence[Problem], max_programs: int = MAX_PROGRAMS
@@ -290,5 +316,5 @@ def geometric_mean(x) -> float:
     return float(np.exp(np.mean(np.log(x)))) if len(x) else math.nan
 
 
-__all__ = ["ManySettings", "bucket_summary", "iter_search_many", "run_bucket",
-           "search_many"]
+__all__ = ["ManySettings", "bucket_summary", "default_group", "groups", "iter_search_many",
+           "run_bucket", "search_many"]

@@ -1,16 +1,18 @@
 """The local executor of `search_many`: buckets on a pool of host threads.
 
-XLA's CPU runtime runs one compiled program on the thread that calls it, so one
-bucket keeps one core busy; with `workers` threads (default: one per core) that
-many buckets run at once, and their programs compile at once too. Buckets are
-handed out largest padded work first (the longest-processing-time rule), each to
-the next free worker (all on JAX's default device: the CPU runtime runs programs
-of one device from several threads at once).
+A bucket's problems are cut into runs of `settings.group` (`default_group`: one
+problem per run on CPUs, the whole bucket on accelerators); the runs of a bucket
+share its compiled program. XLA's CPU runtime runs a program on the thread that
+calls it, so one run keeps one core busy; with `workers` threads (default: one per
+core) that many runs go at once (all on JAX's default device: the CPU runtime runs
+programs of one device from several threads at once).
 
-With a time limit every bucket's program is compiled first (compiles cannot be
-interrupted, and counting them against the first buckets' shares would starve the
-last ones), then each bucket, when a worker picks it, gets the time left times its
-share of the work still waiting (at most all of it).
+First every bucket's program is compiled, on the same threads (so no program is
+compiled twice by two runs racing, and, with a time limit, compiles, which cannot
+be interrupted, are not counted against the first runs' shares, which would starve
+the last ones). Then runs are handed out largest padded work first (the
+longest-processing-time rule), each to the next free worker; with a time limit a
+run gets the time left times its share of the work still waiting (at most all).
 
 Results stream out through a queue as each problem finishes. Ctrl-C (in the
 consuming thread) sets `cancel`: every running bucket stops after its chunk in
@@ -24,17 +26,27 @@ import threading
 import time
 from collections.abc import Iterator
 
+import jax
+
 from jaxplace.search.many_run import BucketRun
 
 
 def local_buckets(prepared, buckets, settings, cancel: threading.Event, start: float,
                   workers: int) -> Iterator[tuple[int, object]]:
     """Yields (index, Result) of every problem of `buckets` (see the module doc)."""
-    workers = max(1, min(int(workers), len(buckets)))
-    runs = [BucketRun([prepared[i] for i in b.members], b, settings, cancel)
-            for b in buckets]
-    works = [b.work() for b in buckets]
+    from jaxplace.search.many import default_group, groups
+
+    group = settings.group or default_group(jax.default_backend())
+    runs, works, firsts = [], [], []
+    for b in buckets:
+        parts = groups([prepared[i] for i in b.members], group)
+        firsts.append(len(runs))  # the run that compiles the bucket's program
+        for part in parts:
+            runs.append(BucketRun(part, b, settings, cancel))
+            works.append(b.work() * len(part) / len(b.members))
+    workers = max(1, min(int(workers), len(runs)))
     todo = sorted(range(len(runs)), key=lambda j: -works[j])
+    to_compile = sorted(firsts, key=lambda j: -works[j])
     limit = settings.time_limit
     out: queue.SimpleQueue = queue.SimpleQueue()
     lock = threading.Lock()
@@ -49,9 +61,9 @@ def local_buckets(prepared, buckets, settings, cancel: threading.Event, start: f
     def compile_all() -> None:
         while not cancel.is_set():
             with lock:
-                if not pending_compiles:
+                if not to_compile:
                     return
-                j = pending_compiles.pop(0)
+                j = to_compile.pop(0)
             runs[j].compile()
 
     def search() -> None:
@@ -68,9 +80,8 @@ def local_buckets(prepared, buckets, settings, cancel: threading.Event, start: f
 
     def worker(w: int) -> None:
         try:
-            if limit is not None:
-                compile_all()
-                barrier.wait()
+            compile_all()
+            barrier.wait()
             search()
         except threading.BrokenBarrierError:
             pass
@@ -81,7 +92,6 @@ def local_buckets(prepared, buckets, settings, cancel: threading.Event, start: f
         finally:
             out.put(("done", w))
 
-    pending_compiles = list(todo)
     barrier = threading.Barrier(workers)
     threads = [threading.Thread(target=worker, args=(w,), daemon=True,
                                 name=f"jaxplace-bucket-{w}") for w in range(workers)]
