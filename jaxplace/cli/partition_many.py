@@ -71,6 +71,9 @@ def add_many_arguments(p) -> None:
                    help=f"JSONL summary (default: DIR/{SUMMARY})")
     p.add_argument("--max-programs", type=_positive(int), default=8,
                    help="at most this many padded shapes (compiled programs)")
+    p.add_argument("--workers", type=_positive(int), default=None,
+                   help="local: problems searched at once on host threads (default: one "
+                        "per core)")
     p.add_argument("--ray", default=None, metavar="ADDRESS",
                    help="run the buckets as Ray tasks on this cluster ('local': start one)")
     p.add_argument("--ray-cpus", type=_positive(int), default=1,
@@ -162,7 +165,7 @@ def run_many(args) -> int:
                     seed=args.seed, max_programs=args.max_programs, on_result=write,
                     cancel=cancel, executor="ray" if args.ray else "local",
                     ray_address=None if args.ray in (None, "local") else args.ray,
-                    num_cpus=args.ray_cpus)
+                    num_cpus=args.ray_cpus, workers=args.workers)
     print(f"{len(jobs)} problems in {time.perf_counter() - t0:.1f} s; summary: {summary}",
           flush=True)
     if cancel.is_set():
