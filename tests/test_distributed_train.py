@@ -13,6 +13,7 @@ import socket
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import numpy as np
@@ -54,7 +55,8 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _launch(tmp: Path, tag: str, args: list[str], cwd: Path) -> subprocess.Popen:
+def _launch(tmp: Path, tag: str, args: list[str], cwd: Path,
+            recipe: Path = RECIPE) -> subprocess.Popen:
     driver = tmp / "driver.py"
     if not driver.exists():
         driver.write_text(DRIVER)
@@ -64,16 +66,17 @@ def _launch(tmp: Path, tag: str, args: list[str], cwd: Path) -> subprocess.Popen
     env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=1",
            "JAXPLACE_CACHE_DIR": str(tmp / "xla-cache"), "PYTHONPATH": str(ROOT)}
     return subprocess.Popen(
-        [sys.executable, str(driver), str(tmp / f"spy-{tag}.npz"), "train", str(RECIPE),
+        [sys.executable, str(driver), str(tmp / f"spy-{tag}.npz"), "train", str(recipe),
          "-q", *args], cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
         text=True)
 
 
 def _wait(procs: list[subprocess.Popen]) -> list[tuple[int, str]]:
     out = []
+    deadline = time.monotonic() + TIMEOUT_S
     try:
         for p in procs:
-            text, _ = p.communicate(timeout=TIMEOUT_S)
+            text, _ = p.communicate(timeout=max(deadline - time.monotonic(), 1.0))
             out.append((p.returncode, text))
     finally:
         for p in procs:
@@ -83,13 +86,27 @@ def _wait(procs: list[subprocess.Popen]) -> list[tuple[int, str]]:
     return out
 
 
-def _pair(tmp: Path, tag: str, outs: tuple[Path, Path]):
+def _pair(tmp: Path, tag: str, outs: tuple[Path, Path], recipes=(RECIPE, RECIPE)):
     port = _free_port()
     procs = [_launch(tmp, f"{tag}{i}", ["--out", str(outs[i]), "--coordinator",
                                         f"127.0.0.1:{port}", "--num-processes", "2",
-                                        "--process-id", str(i)], tmp / f"cwd-{tag}{i}")
+                                        "--process-id", str(i)], tmp / f"cwd-{tag}{i}",
+                     recipes[i])
              for i in range(2)]
     return _wait(procs)
+
+
+def _variant(tmp: Path, name: str, **options) -> Path:
+    path = tmp / f"{name}.json"
+    path.write_text(json.dumps({"extends": str(RECIPE), **options}))
+    return path
+
+
+def _one_line_error(pair, *words) -> None:
+    for rc, text in pair:
+        lines = [s for s in text.splitlines() if s.startswith("jaxplace: error:")]
+        assert rc == 2 and len(lines) == 1, text[-3000:]
+        assert all(w in lines[0] for w in words), lines
 
 
 def _spy(tmp: Path, tag: str) -> list[np.ndarray]:
@@ -211,6 +228,21 @@ def test_two_processes_from_scratch_equal_the_single_process_run(tmp_path, singl
     _check_equals_single(_check_pair(pair, tmp_path, "fresh"), single)
     _check_metrics(_records(outs[0]), _records(single))
     _check_only_process_zero_wrote(tmp_path, "fresh", pair, outs)
+
+
+def test_a_batch_the_devices_cannot_share_is_one_line_exit_2(tmp_path):
+    # 3 graphs a step over 2 devices (one per process)
+    recipe = _variant(tmp_path, "odd", graphs=3)
+    outs = (tmp_path / "out0", tmp_path / "out1")
+    _one_line_error(_pair(tmp_path, "odd", outs, (recipe, recipe)), "graphs", "multiple",
+                    "2 devices")
+    assert not outs[0].exists() and not outs[1].exists()
+
+
+def test_processes_with_different_recipes_stop_with_one_line(tmp_path):
+    outs = (tmp_path / "out0", tmp_path / "out1")
+    pair = _pair(tmp_path, "mixed", outs, (RECIPE, _variant(tmp_path, "seed1", seed=1)))
+    _one_line_error(pair, "config", "differs between processes")
 
 
 @pytest.mark.parametrize("args, env, field", [

@@ -102,23 +102,30 @@ class DataParallel:
     """The mesh of a data-parallel run and the moves of its state between this
     process's arrays and the global arrays of the compiled step."""
 
-    def __init__(self, graphs: int):
+    def __init__(self, config: dict):
         self.mesh = jax.sharding.Mesh(np.array(jax.devices()), (AXIS,))
         self.devices = self.mesh.size
+        self.primary = jax.process_index() == 0
+        # first, while every process is still here to answer: a process with another
+        # recipe would otherwise fail alone, or train on other data
+        self.check_equal(np.frombuffer(json.dumps(config, sort_keys=True).encode(),
+                                       np.uint8), "config")
+        graphs = config["graphs"]
         if graphs % self.devices:
             raise JaxplaceError(f"must be a multiple of the {self.devices} devices of the "
                                 f"{jax.process_count()} processes (each device takes an "
                                 f"equal share of a step's graphs), got {graphs}",
                                 field="graphs")
-        self.primary = jax.process_index() == 0
         self._batch = jax.sharding.NamedSharding(self.mesh, jax.sharding.PartitionSpec(AXIS))
         self._replicated = jax.sharding.NamedSharding(self.mesh, jax.sharding.PartitionSpec())
 
     @classmethod
-    def for_run(cls, graphs: int) -> DataParallel | None:
-        """The data-parallel setting when `jax.distributed` joined several processes,
-        else None (the single-process path)."""
-        return cls(graphs) if jax.process_count() > 1 else None
+    def for_run(cls, config: dict) -> DataParallel | None:
+        """The data-parallel setting of a run of the recipe `config` (its JSON) when
+        `jax.distributed` joined several processes, else None (the single-process
+        path). JaxplaceError when the processes were given different recipes, or when
+        the devices cannot share the step's graphs evenly."""
+        return cls(config) if jax.process_count() > 1 else None
 
     def shard(self, x):
         """Inside the compiled step: split an array's leading (graph) axis over the mesh."""
@@ -205,11 +212,6 @@ def _digest(leaves) -> int:
         h.update(json.dumps([str(a.dtype), a.shape]).encode())
         h.update(np.ascontiguousarray(a).tobytes())
     return int.from_bytes(h.digest()[:4], "little")
-
-
-def config_digest(config: dict):
-    """A recipe as bytes for `DataParallel.check_equal` (key order does not matter)."""
-    return np.frombuffer(json.dumps(config, sort_keys=True).encode(), np.uint8)
 
 
 class NoLog:
