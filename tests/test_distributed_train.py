@@ -178,51 +178,39 @@ def _check_only_process_zero_wrote(tmp: Path, tag: str, pair, outs) -> None:
         np.testing.assert_array_equal(np.asarray(a), b)
 
 
-@pytest.fixture(scope="module")
-def single(tmp_path_factory):
+def _single(tmp: Path) -> Path:
     """The reference: the same recipe in this process, no jax.distributed."""
     from jaxplace.policy.train import train
 
-    out = tmp_path_factory.mktemp("single") / "run"
+    out = tmp / "single"
     train(RECIPE, out, progress=False, quiet=True)
     return out
 
 
-@pytest.fixture(scope="module")
-def resumed(tmp_path_factory, single):
-    """Two processes resume the single run's step-10 checkpoint, which only process
-    0's folder holds (with metrics logged past it, from a run that did not reach its
-    next checkpoint), and train to step 20."""
-    tmp = tmp_path_factory.mktemp("dp")
-    outs = (tmp / "out0", tmp / "out1")
+def test_two_cpu_processes_resume_and_train_as_one(tmp_path):
+    # one test, not several on a shared fixture: pytest-xdist could run the costly
+    # fixture (a single run and a pair of processes, ~40 s) once on each worker.
+    # Two processes resume the single run's step-10 checkpoint, which only process 0's
+    # folder holds (with metrics logged past it, from a run that did not reach its
+    # next checkpoint), and train to step 20.
+    single = _single(tmp_path)
+    outs = (tmp_path / "out0", tmp_path / "out1")
     outs[0].mkdir()
     for name in ("ckpt_00000010.msgpack", "train_config.json"):
         shutil.copy(single / name, outs[0] / name)
     (outs[0] / "metrics.jsonl").write_text("".join(
         json.dumps(r) + "\n" for r in _records(single) if r["step"] <= 15))
-    return tmp, outs, _pair(tmp, "dp", outs)
-
-
-def test_two_processes_resume_and_agree_exactly(resumed):
-    tmp, _, pair = resumed
-    _check_pair(pair, tmp, "dp")
-
-
-def test_two_processes_equal_the_single_process_run(resumed, single):
-    tmp, outs, pair = resumed
-    _check_equals_single(_check_pair(pair, tmp, "dp"), single)
+    pair = _pair(tmp_path, "dp", outs)
+    dp = _check_pair(pair, tmp_path, "dp")
+    _check_equals_single(dp, single)
     _check_metrics(_records(outs[0]), _records(single))
-
-
-def test_only_process_zero_writes(resumed):
-    tmp, outs, pair = resumed
-    _check_pair(pair, tmp, "dp")
-    _check_only_process_zero_wrote(tmp, "dp", pair, outs)
+    _check_only_process_zero_wrote(tmp_path, "dp", pair, outs)
 
 
 @pytest.mark.heavy
-def test_two_processes_from_scratch_equal_the_single_process_run(tmp_path, single):
+def test_two_processes_from_scratch_equal_the_single_process_run(tmp_path):
     # the whole run distributed (init, step-0 validation, 20 steps): ~35 s more
+    single = _single(tmp_path)
     outs = (tmp_path / "out0", tmp_path / "out1")
     pair = _pair(tmp_path, "fresh", outs)
     _check_equals_single(_check_pair(pair, tmp_path, "fresh"), single)
