@@ -4,10 +4,11 @@ Every process runs the same `train` on the same recipe: it builds the same probl
 pool (generated from the seed), draws the same G graphs and latent keys each step, and
 holds a copy of the parameters and optimizer state. The compiled step runs on a 1-D
 mesh over the devices of all processes; the step's G graphs (and their P samples
-each) are split along it, so every device scores, differentiates and imitates its
-G / devices graphs, and the compiler sums the gradient over the mesh (an all-reduce:
-NCCL on GPUs, gloo on CPUs) before the one optimizer update every process applies.
-The result is the single-process run's up to the order of that float32 sum.
+each) are split along it, so every device samples, scores and differentiates its
+G / devices graphs. The devices' parameter gradients are summed as one flat vector
+(one all-reduce: NCCL on GPUs, gloo on CPUs) before the one optimizer update every
+process applies. The result is the single-process run's up to the order of that
+float32 sum.
 
 Process 0 alone reads and writes the run folder (checkpoints, metrics, export); a
 resumed run's state goes from process 0 to the others (`sync`), so hosts need no
