@@ -106,9 +106,11 @@ class Prepared:
     dist: dict | None = None  # the shipped policy's {"mean", "log_std"} (n,) or None
 
 
-def prepare(problem: Problem, index: int, coupled: bool | None = None) -> Prepared:
+def prepare(problem: Problem, index: int, coupled: bool | None = None,
+            policies: dict | None = None) -> Prepared:
     """Validate one problem and compute its heuristic start, size class and (when
-    `coupled`; None: the default search's rule, k >= 8) the policy distribution."""
+    `coupled`; None: the default search's rule, k >= 8) the policy distribution.
+    `policies`: loaded policies by name, shared by the problems of one call."""
     from jaxplace.cost import simple_lower_bound
     from jaxplace.decoder.layout import graph_structure
     from jaxplace.reference import decode_reference
@@ -132,14 +134,21 @@ def prepare(problem: Problem, index: int, coupled: bool | None = None) -> Prepar
     return Prepared(problem, index, np.asarray(seeds[j], np.float32), float(costs[j]),
                     float(simple_lower_bound(problem)),
                     problem_class(problem, costs[j], st),
-                    policy_distribution(problem) if coupled else None)
+                    policy_distribution(problem, policies) if coupled else None)
 
 
-def policy_distribution(problem: Problem) -> dict:
-    """The shipped policy's per-node Gaussians for `problem` (NumPy, (n,) each)."""
+def policy_distribution(problem: Problem, policies: dict | None = None) -> dict:
+    """The shipped policy's per-node Gaussians for `problem` (NumPy, (n,) each);
+    `policies` keeps each loaded policy by name (loading one builds its model: a
+    fraction of a second, paid once per call instead of once per problem)."""
     from jaxplace.policy import load_policy, node_distribution
+    from jaxplace.policy.routing import default_policy_name
 
-    return node_distribution(load_policy(None, problem=problem), problem, 0.0)
+    policies = {} if policies is None else policies
+    name = default_policy_name(problem)
+    if name not in policies:
+        policies[name] = load_policy(None, problem=problem)
+    return node_distribution(policies[name], problem, 0.0)
 
 
 def search_many(problems: Sequence[Problem], method: str | None = None, *,
@@ -215,7 +224,9 @@ def iter_search_many(problems: Sequence[Problem], method: str | None = None, *,
     if not problems:
         return
     cancel = cancel or threading.Event()
-    prepared = [prepare(p, i, use_policy) for i, p in enumerate(problems)]  # validates
+    policies: dict = {}
+    prepared = [prepare(p, i, use_policy, policies)  # validates
+                for i, p in enumerate(problems)]
     solved = []
     if exact:  # the planner's first step: problems an exact method proves at once
         from jaxplace.search.planner import exact_answer
@@ -307,7 +318,8 @@ def run_bucket(members: list[Prepared], bucket: Bucket, settings: ManySettings,
 def bucket_summary(problems: Sequence[Problem], max_programs: int = MAX_PROGRAMS
                    ) -> list[Bucket]:
     """The buckets (padded shapes and windows) `search_many` would use."""
-    prepared = [prepare(p, i) for i, p in enumerate(problems)]
+    policies: dict = {}
+    prepared = [prepare(p, i, policies=policies) for i, p in enumerate(problems)]
     return plan_buckets([p.cls for p in prepared], max_programs)
 
 
