@@ -51,9 +51,7 @@ ALLOWED_UPWARD = frozenset({
 })
 
 #: cycles between modules of one subpackage that exist today; only ever remove.
-ALLOWED_MODULE_CYCLES = (
-    {"search.many", "search.many_ray"},
-)
+ALLOWED_MODULE_CYCLES = ()
 
 
 def _module_name(path: Path) -> str:

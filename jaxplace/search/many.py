@@ -47,6 +47,7 @@ from jaxplace.decoder.batching import usable_cores
 from jaxplace.errors import JaxplaceError
 from jaxplace.problem import Problem
 from jaxplace.search.many_buckets import MAX_PROGRAMS, Bucket, plan_buckets, problem_class
+from jaxplace.search.many_run import default_group, groups, run_bucket
 from jaxplace.search.result import History, Result
 
 #: Population of the BRKGA phase (and neighbours per local-search step).
@@ -77,20 +78,6 @@ class ManySettings:
     chunk: int = CHUNK_STEPS
     group: int | None = None
     options: tuple = ()
-
-
-def default_group(platform: str) -> int | None:
-    """Problems per program call: on CPUs one (a 100-wide population already fills
-    a core's vector lanes, so vmapping over problems adds no parallelism, only idle
-    lanes once a problem finishes; whole cores come from the executor's threads
-    instead), on accelerators the whole bucket (None)."""
-    return 1 if platform == "cpu" else None
-
-
-def groups(members: list, group: int | None) -> list[list]:
-    """`members` cut into runs of at most `group` (None: all together)."""
-    g = len(members) if group is None else max(int(group), 1)
-    return [members[i:i + g] for i in range(0, len(members), g)]
 
 
 @dataclass
@@ -298,21 +285,6 @@ def seed_result(p: Prepared, start: float, interrupted: bool = True) -> Result:
                   evaluations=0, wall_time=time.perf_counter() - start,
                   history=History.empty(), method=METHOD, lower_bound=p.lower_bound,
                   interrupted=interrupted, info={"start": "heuristic"})
-
-
-def run_bucket(members: list[Prepared], bucket: Bucket, settings: ManySettings,
-               cancel: threading.Event | None = None) -> Iterator[tuple[int, Result]]:
-    """Search the problems of one bucket, `settings.group` at a time; yields (index,
-    Result) as each finishes (see the module doc)."""
-    import jax
-
-    from jaxplace.search.many_run import BucketRun
-
-    group = settings.group or default_group(jax.default_backend())
-    for part in groups(members, group):
-        if cancel is not None and cancel.is_set():
-            return
-        yield from BucketRun(part, bucket, settings, cancel).results()
 
 
 def bucket_summary(problems: Sequence[Problem], max_programs: int = MAX_PROGRAMS

@@ -34,7 +34,7 @@ from jaxplace.search.many_run import BucketRun
 def local_buckets(prepared, buckets, settings, cancel: threading.Event, start: float,
                   workers: int) -> Iterator[tuple[int, object]]:
     """Yields (index, Result) of every problem of `buckets` (see the module doc)."""
-    from jaxplace.search.many import default_group, groups
+    from jaxplace.search.many_run import default_group, groups
 
     group = settings.group or default_group(jax.default_backend())
     runs, works, firsts = [], [], []

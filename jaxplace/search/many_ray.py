@@ -19,7 +19,7 @@ from jaxplace.errors import JaxplaceError
 
 def _bucket_task(members, bucket, settings):
     """A Ray task's body: [(index, Result)] of one bucket."""
-    from jaxplace.search.many import run_bucket
+    from jaxplace.search.many_run import run_bucket
 
     t0 = time.perf_counter()
     out = list(run_bucket(members, bucket, settings))

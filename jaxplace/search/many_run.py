@@ -5,12 +5,17 @@ the results of problems that reached DONE (decoded by the float64 reference, the
 MIP-polished at k <= 4), refreshes the bottleneck pools of problems in their local
 search at k >= FOCUS_MIN_K, and checks the time limit and the cancel event. On a
 stop, every unfinished problem reports its best so far.
+
+`run_bucket` runs a bucket's problems `group` at a time (`default_group`: one per
+program call on CPUs, all on accelerators): the Ray executor's task body; the local
+executor (`many_local`) hands the same groups to its threads.
 """
 
 from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterator
 
 import jax
 import jax.numpy as jnp
@@ -250,4 +255,29 @@ class BucketRun:
         return part, x, evals
 
 
-__all__ = ["BucketRun"]
+def default_group(platform: str) -> int | None:
+    """Problems per program call: on CPUs one (a 100-wide population already fills
+    a core's vector lanes, so vmapping over problems adds no parallelism, only idle
+    lanes once a problem finishes; whole cores come from the executor's threads
+    instead), on accelerators the whole bucket (None)."""
+    return 1 if platform == "cpu" else None
+
+
+def groups(members: list, group: int | None) -> list[list]:
+    """`members` cut into runs of at most `group` (None: all together)."""
+    g = len(members) if group is None else max(int(group), 1)
+    return [members[i:i + g] for i in range(0, len(members), g)]
+
+
+def run_bucket(members: list, bucket, settings, cancel: threading.Event | None = None
+               ) -> Iterator[tuple[int, Result]]:
+    """Search the problems of one bucket, `settings.group` at a time; yields (index,
+    Result) as each finishes (see the module doc)."""
+    group = settings.group or default_group(jax.default_backend())
+    for part in groups(members, group):
+        if cancel is not None and cancel.is_set():
+            return
+        yield from BucketRun(part, bucket, settings, cancel).results()
+
+
+__all__ = ["BucketRun", "default_group", "groups", "run_bucket"]
