@@ -28,14 +28,12 @@ from collections.abc import Iterator
 
 import jax
 
-from jaxplace.search.many_run import BucketRun
+from jaxplace.search.many_run import BucketRun, default_group, groups
 
 
 def local_buckets(prepared, buckets, settings, cancel: threading.Event, start: float,
                   workers: int) -> Iterator[tuple[int, object]]:
     """Yields (index, Result) of every problem of `buckets` (see the module doc)."""
-    from jaxplace.search.many_run import default_group, groups
-
     group = settings.group or default_group(jax.default_backend())
     runs, works, firsts = [], [], []
     for b in buckets:
