@@ -267,6 +267,12 @@ def test_partition_many_writes_a_result_per_problem_and_a_summary(tmp_path, mixe
                                             rel=1e-9)
         assert rec["cost"] >= rec["lower_bound"] * (1 - 1e-9)
         assert not rec["interrupted"] and rec["output"].endswith(f"p{i:02d}.k{prob.k}.json")
+        saved = json.loads(open(rec["output"]).read())
+        assert saved["found_by"] == rec["found_by"]
+        if "proved_by" in rec:  # the exact step's proof is the bound, as in `partition`
+            assert rec["ratio"] == pytest.approx(1.0, rel=1e-6)
+            assert saved["proved_by"] == rec["proved_by"] and saved["ratio"] == rec["ratio"]
+    assert any("proved_by" in rec for rec in lines)  # the tiny graphs fit the DP
     (tmp_path / "empty").mkdir()
     with pytest.raises(jp.JaxplaceError, match="no graph files"):
         run_many(p.parse_args([str(tmp_path / "empty"), "-o", str(out)]))

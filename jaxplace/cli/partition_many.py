@@ -147,19 +147,27 @@ def run_many(args) -> int:
         def write(i: int, r) -> None:
             f, p = jobs[i]
             path = out_dir / names[i]
+            # a problem the exact step proved: its proof is the bound, as in `partition`
+            lower, proved_by = r.lower_bound, r.info.get("proved_by")
+            if proved_by and r.info.get("proof_lower_bound", 0.0) >= lower:
+                lower = r.info["proof_lower_bound"]
+            extra = {"found_by": r.info.get("found_by", "many")}
+            if proved_by and r.cost <= lower * (1 + 1e-6):
+                extra["proved_by"] = proved_by
             save_result(path, p, r.partition, method="many", seed=args.seed + i,
-                        lower_bound=r.lower_bound, source_file=str(f),
-                        timings={"search_s": r.wall_time})
-            rec = dict(file=str(f), k=p.k, cost=r.cost, lower_bound=r.lower_bound,
-                       ratio=r.cost / r.lower_bound if r.lower_bound > 0 else None,
+                        lower_bound=lower, source_file=str(f),
+                        timings={"search_s": r.wall_time}, extra=extra)
+            rec = dict(file=str(f), k=p.k, cost=r.cost, lower_bound=lower,
+                       ratio=r.cost / lower if lower > 0 else None, **extra,
                        evaluations=r.evaluations, seconds=round(r.wall_time, 3),
                        interrupted=r.interrupted, output=str(path))
             log.write(json.dumps(rec) + "\n")
             log.flush()
             if not args.quiet:
-                print(f"{f.name} k={p.k}: cost {r.cost:.6g} ({rec['ratio'] or 0:.4f}x the "
-                      f"lower bound){' interrupted' if r.interrupted else ''} -> {path}",
-                      flush=True)
+                said = (f"proven optimal by {extra['proved_by']}" if "proved_by" in extra
+                        else f"{rec['ratio'] or 0:.4f}x the lower bound")
+                print(f"{f.name} k={p.k}: cost {r.cost:.6g} ({said})"
+                      f"{' interrupted' if r.interrupted else ''} -> {path}", flush=True)
 
         search_many([p for _, p in jobs], budget=args.budget, time_limit=args.time_limit,
                     seed=args.seed, max_programs=args.max_programs, on_result=write,
