@@ -240,7 +240,8 @@ class BucketRun:
             return part, x, evals
         limit = self.s.time_limit
         left = None if limit is None else limit - self._elapsed()
-        t = polish_time(self._elapsed() / len(self.members), left)
+        t = min(polish_time(self._elapsed() / len(self.members), left),
+                self.s.polish_max_time)
         if t < 0.5:
             return part, x, evals
         out = mip_polish(p, part.assignment, time_limit=t)
