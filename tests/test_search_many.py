@@ -3,6 +3,7 @@ on tiny graphs, streaming, interrupts, bucketing, and the Ray executor."""
 
 import math
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -222,14 +223,20 @@ def test_ray_executor_matches_local():
     local = search_many(probs, exact=False, **kw)  # the module's fixture compiled it already
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
              configure_logging=False)
+    arrived = []
     try:
-        remote = search_many(probs, executor="ray", num_cpus=1, exact=False, **kw)
+        remote = search_many(probs, executor="ray", num_cpus=1, exact=False,
+                             on_result=lambda i, r: arrived.append(time.perf_counter()),
+                             **kw)
     finally:
         ray.shutdown()
     for p, a, b in zip(probs, local, remote, strict=True):
         check_exact(p, b)
         assert np.array_equal(a.priorities, b.priorities)
         assert a.cost == b.cost and a.evaluations == b.evaluations
+    # one bucket, one problem per call: results stream per problem, not all at once
+    # when the task ends (10 searches of 1,500 evaluations take seconds)
+    assert len(arrived) == 10 and arrived[-1] - arrived[0] > 0.3
 
 
 def test_partition_many_writes_a_result_per_problem_and_a_summary(tmp_path, mixed_run):
