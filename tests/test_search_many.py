@@ -234,9 +234,10 @@ def test_ray_executor_matches_local():
         check_exact(p, b)
         assert np.array_equal(a.priorities, b.priorities)
         assert a.cost == b.cost and a.evaluations == b.evaluations
-    # one bucket, one problem per call: results stream per problem, not all at once
-    # when the task ends (10 searches of 1,500 evaluations take seconds)
-    assert len(arrived) == 10 and arrived[-1] - arrived[0] > 0.3
+    # one bucket, one problem per call: results stream per problem (10 searches of
+    # 1,500 evaluations, ~30 ms each warm), not all at once when the task ends (a
+    # list handed out in about a millisecond)
+    assert len(arrived) == 10 and arrived[-1] - arrived[0] > 0.05
 
 
 def test_partition_many_writes_a_result_per_problem_and_a_summary(tmp_path, mixed_run):
