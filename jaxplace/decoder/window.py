@@ -110,6 +110,12 @@ def search_window(bounds: np.ndarray, spec: Spec, expected_max: float | None
     return W if need <= W and W < len(bounds) else None
 
 
+def largest_finite(costs: np.ndarray) -> float | None:
+    """The largest finite cost, or None when there is none."""
+    fin = costs[np.isfinite(costs)]
+    return float(fin.max()) if len(fin) else None
+
+
 class WindowPolicy(Protocol):
     """Chooses the static window of the next call and sees its costs afterwards."""
 
@@ -152,9 +158,9 @@ class AdaptiveWindow:
         return window_for(bounds, spec, self.expected_max)
 
     def observe(self, costs: np.ndarray) -> None:
-        fin = costs[np.isfinite(costs)]
-        if len(fin):
-            self.expected_max = float(fin.max())
+        seen = largest_finite(costs)
+        if seen is not None:
+            self.expected_max = seen
 
 
 @dataclass
@@ -181,8 +187,7 @@ class SampledWindow:
 
     def after_sample(self, bounds: np.ndarray, spec: Spec, costs: np.ndarray
                      ) -> int | None:
-        fin = costs[np.isfinite(costs)]
-        return window_for(bounds, spec, float(fin.max()) if len(fin) else None)
+        return window_for(bounds, spec, largest_finite(costs))
 
 
 def window_policy(window) -> WindowPolicy:
@@ -207,6 +212,7 @@ def window_policy(window) -> WindowPolicy:
 
 __all__ = ["AdaptiveWindow", "FixedWindow", "FullWindow", "SampledWindow", "WINDOW_MARGIN",
            "WindowPolicy",
-           "block_bound", "block_bounds", "class_window", "needed_window", "search_window",
+           "block_bound", "block_bounds", "class_window", "largest_finite", "needed_window",
+           "search_window",
            "window_for",
            "window_policy"]

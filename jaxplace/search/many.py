@@ -47,7 +47,7 @@ from jaxplace.decoder.batching import usable_cores
 from jaxplace.errors import JaxplaceError
 from jaxplace.problem import Problem
 from jaxplace.search.many_buckets import MAX_PROGRAMS, Bucket, plan_buckets, problem_class
-from jaxplace.search.many_run import default_group, groups, run_bucket
+from jaxplace.search.many_run import bucket_groups, default_group, run_bucket
 from jaxplace.search.result import History, Result
 
 #: Population of the BRKGA phase (and neighbours per local-search step).
@@ -307,5 +307,5 @@ def geometric_mean(x) -> float:
     return float(np.exp(np.mean(np.log(x)))) if len(x) else math.nan
 
 
-__all__ = ["ManySettings", "bucket_summary", "default_group", "groups", "iter_search_many",
+__all__ = ["ManySettings", "bucket_groups", "bucket_summary", "default_group", "iter_search_many",
            "run_bucket", "search_many"]

@@ -26,18 +26,15 @@ import threading
 import time
 from collections.abc import Iterator
 
-import jax
-
-from jaxplace.search.many_run import BucketRun, default_group, groups
+from jaxplace.search.many_run import BucketRun, bucket_groups
 
 
 def local_buckets(prepared, buckets, settings, cancel: threading.Event, start: float,
                   workers: int) -> Iterator[tuple[int, object]]:
     """Yields (index, Result) of every problem of `buckets` (see the module doc)."""
-    group = settings.group or default_group(jax.default_backend())
     runs, works, firsts = [], [], []
     for b in buckets:
-        parts = groups([prepared[i] for i in b.members], group)
+        parts = bucket_groups([prepared[i] for i in b.members], settings)
         firsts.append(len(runs))  # the run that compiles the bucket's program
         for part in parts:
             runs.append(BucketRun(part, b, settings, cancel))
@@ -56,22 +53,22 @@ def local_buckets(prepared, buckets, settings, cancel: threading.Event, start: f
         waiting = works[j] + sum(works[i] for i in todo)
         return left * min(1.0, works[j] * workers / waiting)
 
+    def take(items: list) -> tuple[int | None, float | None]:
+        """(next item or None, the time share of a run taken from `todo`)."""
+        with lock:
+            if cancel.is_set() or not items:
+                return None, None
+            j = items.pop(0)
+            return j, (share(j) if items is todo else None)
+
     def compile_all() -> None:
-        while not cancel.is_set():
-            with lock:
-                if not to_compile:
-                    return
-                j = to_compile.pop(0)
+        while (j := take(to_compile)[0]) is not None:
             runs[j].compile()
 
     def search() -> None:
-        while not cancel.is_set():
-            with lock:
-                if not todo:
-                    return
-                j = todo.pop(0)
-                t = share(j)
-            if t is not None and t <= 0:
+        while True:
+            j, t = take(todo)
+            if j is None or (t is not None and t <= 0):
                 return
             for item in runs[j].results(t):
                 out.put(("result", item))

@@ -16,6 +16,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 
 import jax
 import jax.numpy as jnp
@@ -44,7 +45,6 @@ class BucketRun:
         self.members, self.bucket, self.s = members, bucket, settings
         self.cancel = cancel or threading.Event()
         self._ready = None  # (data, state) once `compile` ran
-        self.start = time.perf_counter()
         opts = dict(settings.options)
         P = settings.population
         self.program = ManyProgram(bucket.spec, P, bucket.window, **opts)
@@ -121,8 +121,6 @@ class BucketRun:
     def results(self, time_limit: float | None = None):
         """Yields (index, Result) as problems finish; `time_limit` (seconds from this
         call) replaces the settings' one when given."""
-        from dataclasses import replace
-
         if time_limit is not None:
             self.s = replace(self.s, time_limit=time_limit)
         if self._ready is None:
@@ -264,9 +262,10 @@ def default_group(platform: str) -> int | None:
     return 1 if platform == "cpu" else None
 
 
-def groups(members: list, group: int | None) -> list[list]:
-    """`members` cut into runs of at most `group` (None: all together)."""
-    g = len(members) if group is None else max(int(group), 1)
+def bucket_groups(members: list, settings) -> list[list]:
+    """`members` cut into runs of at most `settings.group` problems (None: JAX's
+    backend's `default_group`; None again: all together)."""
+    g = settings.group or default_group(jax.default_backend()) or len(members)
     return [members[i:i + g] for i in range(0, len(members), g)]
 
 
@@ -274,11 +273,10 @@ def run_bucket(members: list, bucket, settings, cancel: threading.Event | None =
                ) -> Iterator[tuple[int, Result]]:
     """Search the problems of one bucket, `settings.group` at a time; yields (index,
     Result) as each finishes (see the module doc)."""
-    group = settings.group or default_group(jax.default_backend())
-    for part in groups(members, group):
+    for part in bucket_groups(members, settings):
         if cancel is not None and cancel.is_set():
             return
         yield from BucketRun(part, bucket, settings, cancel).results()
 
 
-__all__ = ["BucketRun", "default_group", "groups", "run_bucket"]
+__all__ = ["BucketRun", "bucket_groups", "default_group", "run_bucket"]
