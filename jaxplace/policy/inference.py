@@ -24,6 +24,7 @@ from jaxplace.policy.model import ModelConfig, pure_apply
 from jaxplace.policy.routing import DEFAULT_POLICY, default_policy_name
 from jaxplace.problem import Problem
 
+
 @dataclass(frozen=True, eq=False)
 class Policy:
     """A loaded policy: architecture, parameters (an `nnx.State`), and metadata."""
