@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from jaxplace.cli.args import seconds
+from jaxplace.cmdline import seconds
 
 HELP = "Megatron/DeepSpeed/torchgpipe default splits vs jaxplace on shipped LLM configs"
 
@@ -212,7 +212,7 @@ def _markdown(rows: list[list[str]]) -> str:
 
 
 def run(args) -> int:
-    from jaxplace.cli.args import check_output
+    from jaxplace.cmdline import check_output
 
     check_output(args.markdown, field="--markdown")
     ks = [int(x) for x in str(args.ks).split(",") if x.strip()]

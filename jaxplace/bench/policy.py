@@ -243,8 +243,3 @@ def run(args) -> int:
             json.dump(rows, f, indent=1)
     return 0
 
-
-if __name__ == "__main__":  # the same command, with the CLI's error handling
-    from jaxplace.cli.main import main
-
-    raise SystemExit(main(["bench", "policy", *sys.argv[1:]]))

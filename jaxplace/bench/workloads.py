@@ -22,7 +22,7 @@ import math
 import os
 import time
 
-from jaxplace.cli.args import seconds
+from jaxplace.cmdline import seconds
 
 HELP = "partition every dnn-partitioning workload in a folder; compare with the optima"
 

@@ -9,37 +9,15 @@ import numpy as np
 
 from jaxplace.cost import evaluate_partition, simple_lower_bound
 from jaxplace.errors import JaxplaceError
+from jaxplace.importers.provenance import (  # noqa: F401 (model_provenance: export reads it here)
+    model_provenance,
+    original_groups,
+    source_model,
+)
 from jaxplace.jsonio import read_json, write_json
 from jaxplace.problem import Problem
 
 FORMAT = "jaxplace-result/1"
-
-
-MODEL_FILE_SUFFIXES = (".onnx",)
-
-
-def model_provenance(path: str | os.PathLike) -> dict:
-    """{"path": absolute path, "sha256": hex digest} of a model file, recorded in a
-    result so that `jaxplace export` finds the model and knows it is the same one."""
-    import hashlib
-
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            digest.update(chunk)
-    return {"path": os.path.abspath(path), "sha256": digest.hexdigest()}
-
-
-def _source_model(source_file, source) -> dict | None:
-    """Provenance of the model file a result came from: `source_file`, else `source`
-    when it names a model file on disk."""
-    path = source_file
-    if path is None and isinstance(source, str) and \
-            source.lower().endswith(MODEL_FILE_SUFFIXES):
-        path = source
-    if path is None or not os.path.isfile(path):
-        return None
-    return model_provenance(path)
 
 
 def result_dict(problem: Problem, partition, *, method: str | None = None,
@@ -101,10 +79,8 @@ def result_dict(problem: Problem, partition, *, method: str | None = None,
             entry["pieces"] = int(per[b])
         out["contiguous"] = False
         out["virtual_pieces"] = schedule.to_dict(problem, renumber)
-    model = _source_model(source_file, source)
+    model = source_model(g, source_file, source)
     if model is not None:
-        if g.meta.get("dim_values"):  # the symbolic dimensions the import used
-            model["dims"] = dict(g.meta["dim_values"])
         out["source_model"] = model
     out.update(extra or {})
     return out
@@ -112,74 +88,11 @@ def result_dict(problem: Problem, partition, *, method: str | None = None,
 
 def save_result(path: str | os.PathLike, problem: Problem, partition, **kwargs) -> dict:
     """Write the result JSON atomically; returns the dict written. The problem's
-    objective writes it (`Objective.result_dict`): for a latency problem `partition`
-    is the `jaxplace.latency.Schedule` or the search `Result` (`latency_result_dict`);
-    on unequal devices a `Partition` whose `devices` map stages to devices."""
+    objective writes it (`Objective.result_dict`), from a search `Result`, a
+    `Partition` or a block per node (`jaxplace.latency.result` for latency)."""
     data = problem.objective_impl.result_dict(problem, partition, **kwargs)
     write_json(path, data)
     return data
-
-
-LATENCY_FORMAT = "jaxplace-latency-result/1"
-
-
-def latency_result_dict(problem: Problem, schedule, *, method: str | None = None,
-                        seed: int | None = None, timings: dict | None = None,
-                        lower_bound: float | None = None, source: str | None = None,
-                        extra: dict | None = None, source_file: str | None = None,
-                        **_ignored) -> dict:
-    """The JSON-ready result of a latency schedule: per op its device (by name), start
-    and finish (seconds), per transfer the tensor (index and producer), source and
-    destination devices, start and finish, and the makespan."""
-    from jaxplace.latency.reference import critical_path
-    from jaxplace.latency.reference import lower_bound as latency_lb
-    from jaxplace.latency.summary import device_summary
-
-    schedule = getattr(schedule, "schedule", schedule)  # a search Result or its Schedule
-    inst = problem.latency
-    g, names = problem.graph, inst.device_names
-    dev = np.asarray(schedule.device)
-    ops = [{"id": g.node_ids[v], "device": names[dev[v]] if dev[v] >= 0 else None,
-            "start": float(schedule.start[v]), "finish": float(schedule.finish[v])}
-           for v in range(g.num_nodes)]
-    transfers = [{"tensor": t.tensor, "producer": g.node_ids[int(g.tensor_producer[t.tensor])],
-                  "bytes": float(inst.tensor_bytes[t.tensor]), "source": names[t.src],
-                  "destination": names[t.dst], "start": t.start, "finish": t.finish}
-                 for t in schedule.transfers]
-    lb = latency_lb(inst) if lower_bound is None else float(lower_bound)
-    out = {
-        "format": LATENCY_FORMAT, "objective": "latency", "source": source,
-        "cluster": problem.cluster.name, "num_nodes": g.num_nodes, "method": method,
-        "seed": seed, "makespan": schedule.makespan, "lower_bound": lb,
-        "ratio": schedule.makespan / lb if lb > 0 else None,
-        "critical_path": critical_path(inst), "devices": device_summary(inst, schedule),
-        "assignment": dev, "node_ids": list(g.node_ids), "ops": ops,
-        "transfers": transfers, "timings": timings or {},
-    }
-    grouped = original_groups(g)
-    if grouped is not None:  # a coarsened/fused import: every original op too
-        out["original_ops"] = [{"name": name, "group": g.node_ids[i], **ops[i]}
-                               for name, i in grouped]
-        for entry in out["original_ops"]:
-            del entry["id"]
-    model = _source_model(source_file, source)
-    if model is not None:
-        out["source_model"] = model
-    out.update(extra or {})
-    return out
-
-
-def original_groups(g) -> list | None:
-    """[(original op name or index, grouped node)] per op of the graph a coarsened or
-    fused graph came from (`meta["coarsen_members"]`, which fusion composes), else
-    None."""
-    if "coarsen_members" not in g.meta:
-        return None
-    from jaxplace.importers.coarsen import expand_members
-
-    group = expand_members(g, np.arange(g.num_nodes), "coarsen", "coarsened")
-    names = g.meta.get("coarsen_original_names") or list(range(len(group)))
-    return [(names[v], int(group[v])) for v in range(len(group))]
 
 
 def load_assignment(path: str | os.PathLike, problem: Problem) -> np.ndarray:
