@@ -31,8 +31,15 @@ from jaxplace.decoder.batching import (
     run_batched,
 )
 from jaxplace.decoder.decoding import decode_chunk, partitions
+from jaxplace.decoder.fused import fused_spec
 from jaxplace.decoder.kahn import host_priority_keys
-from jaxplace.decoder.layout import Spec, bucket, graph_structure, stack_graphs
+from jaxplace.decoder.layout import (
+    Spec,
+    bucket,
+    graph_structure,
+    problem_spec,
+    stack_graphs,
+)
 from jaxplace.decoder.scoring import (
     IMPL,
     check_impl,
@@ -100,6 +107,14 @@ def host_unit_priorities(problem: Problem, X: np.ndarray) -> np.ndarray:
     return key.astype(X.dtype) if X.dtype.kind == "f" else key
 
 
+def fused_spec_of(problems: Sequence[Problem]) -> Spec:
+    """The power-of-two Spec of the fused kernel holding every problem."""
+    spec = problem_spec(problems[0])
+    for p in problems[1:]:
+        spec = spec.merge(problem_spec(p))
+    return fused_spec(spec)
+
+
 class Evaluator:
     """Scores (P, n) priority arrays for one problem, or (G, P, n_max) for several.
 
@@ -110,7 +125,9 @@ class Evaluator:
         window: "auto" (an `AdaptiveWindow` owned by this evaluator), "sample" (a
             `SampledWindow`: per call), None (full DP), an int, or a `WindowPolicy`.
             Single problem, lanes only.
-        impl: "lanes" (population-minor fast path) or "simple" (vmapped oracle).
+        impl: "lanes" (population-minor fast path), "simple" (vmapped oracle) or
+            "fused" (one Pallas kernel per block of candidates, `fused.py`; full DP,
+            no CPU blocks; interpret mode off GPUs).
         chunk_size, devices, memory_budget, threads: see `Batching`.
         spec: pad to this Spec instead of the smallest bucket (shares compiled code).
     """
@@ -136,6 +153,8 @@ class Evaluator:
         self._bounds = None
 
     def _build(self, spec):
+        if spec is None and self.impl == "fused":  # the kernel's power-of-two shapes
+            spec = fused_spec_of(self.problems)
         if self.multi:
             return stack_graphs(self.problems, dtype=self.dtype, spec=spec)
         from jaxplace.decoder.layout import device_graph
@@ -288,5 +307,5 @@ class Evaluator:
         return parts[0] if single else parts
 
 
-__all__ = ["DTYPES", "Evaluator", "check_X", "compute_dtype", "host_unit_priorities",
-           "score_chunk"]
+__all__ = ["DTYPES", "Evaluator", "check_X", "compute_dtype", "fused_spec_of",
+           "host_unit_priorities", "score_chunk"]
