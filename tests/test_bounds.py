@@ -278,7 +278,7 @@ def test_exact_with_colocation_and_training_edges(problem):
 @given(tiny_hetero_problems(max_nodes=4))
 def test_cpu_blocks_skip_the_mips_and_stay_valid(problem):
     """The superblock MIPs skip CPU blocks; the exact MIP models them (issue 15, see
-    test_certify_hetero.py)."""
+    test_certify_cpu_blocks.py)."""
     opt = brute_force_optimum(problem)
     cert = certify(problem, methods=("simple", "bottleneck", "exact"), samples=2)
     assert leq(cert.lower_bound, opt)

@@ -131,7 +131,7 @@ def test_evaluate_entry_point(impl):
         problem = random_problem(rng, 40, p=0.1, k=5, **kw)
         X = rng.random((37, problem.n))  # float64 X: keys computed on the host
         want = jp.reference.evaluate_reference(problem, X)
-        # window=None: full DP every call (windows: test_decoder_hetero.py)
+        # window=None: full DP every call (windows: test_decoder_cpu_blocks.py)
         assert_costs(evaluate(problem, X, impl=impl, window=None), want, FLOAT32_RTOL)
         assert_costs(evaluate(problem, X, precision="float64", impl=impl, window=None),
                      want, 1e-12)

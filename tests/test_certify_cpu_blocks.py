@@ -72,9 +72,9 @@ def test_choose_methods_by_ideal_count():
     methods, why = choose_methods(wide)
     assert methods == ("simple", "station", "station-check", "bottleneck", "exact")
     assert "MIP ladder" in why
-    hetero = wide.replace(graph=jp.CompGraph([1.0] * 20, node_attrs={
+    typed = wide.replace(graph=jp.CompGraph([1.0] * 20, node_attrs={
         "cpu_latency": [2.0] * 20}), cpus=1)
-    methods, _ = choose_methods(hetero)
+    methods, _ = choose_methods(typed)
     assert methods == ("simple", "exact") and set(methods) <= set(CPU_BLOCK_METHODS)
 
 

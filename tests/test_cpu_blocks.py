@@ -1,4 +1,5 @@
-"""Heterogeneous machines, colocation and training graphs in the reference model."""
+"""CPU blocks (and CPU-only ops), colocation and training graphs in the reference model
+("hetero" elsewhere means unequal devices: tests/test_hetero_throughput.py)."""
 
 import glob
 import os

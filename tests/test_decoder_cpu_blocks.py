@@ -1,4 +1,4 @@
-"""The JAX decoder on the heterogeneous model (issue 6) against the NumPy reference:
+"""The JAX decoder with CPU blocks (issue 6) against the NumPy reference:
 CPU blocks, unsupported nodes, colocation units, training graphs (consumers before
 their producer), restricted block windows, and the real dnn-partitioning workloads.
 
@@ -61,7 +61,7 @@ def tiny_scores(problem, X, dtype):
     return np.asarray(_score(TINY, g, Xp), dtype=np.float64)
 
 
-def hetero_problem(rng: np.random.Generator, n: int, *, training: bool, cpus: int,
+def cpu_blocks_problem(rng: np.random.Generator, n: int, *, training: bool, cpus: int,
                    colors: int, k: int, unsupported: float = 0.1, multi: bool = False,
                    params: bool = True, memory: bool = False, capacity: bool = False,
                    p: float = 0.2) -> jp.Problem:
@@ -99,7 +99,7 @@ def hetero_problem(rng: np.random.Generator, n: int, *, training: bool, cpus: in
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(problem=tiny_hetero_problems(max_nodes=6, training=True), seed=st.integers(0, 99),
        ties=st.booleans())
-def test_tiny_hetero_float64_matches_reference(problem, seed, ties):
+def test_tiny_cpu_blocks_float64_matches_reference(problem, seed, ties):
     rng = np.random.default_rng(seed)
     X = (rng.integers(0, 3, (5, problem.n)) if ties else rng.random((5, problem.n)))
     X = X.astype(np.float64)
@@ -110,7 +110,7 @@ def test_tiny_hetero_float64_matches_reference(problem, seed, ties):
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(problem=tiny_hetero_problems(max_nodes=6, training=True), seed=st.integers(0, 99))
-def test_tiny_hetero_float32_matches_reference(problem, seed):
+def test_tiny_cpu_blocks_float32_matches_reference(problem, seed):
     # capacities in this strategy are integers and weights tenths: sums may sit on the
     # capacity exactly, where float32 and float64 can disagree; skip those examples
     g = problem.graph
@@ -137,9 +137,9 @@ CASES = [
 
 
 @pytest.mark.parametrize("case", range(len(CASES)))
-def test_medium_hetero_matches_reference(case):
+def test_medium_cpu_blocks_matches_reference(case):
     rng = np.random.default_rng(100 + case)
-    problem = hetero_problem(rng, int(rng.integers(20, 40)), **CASES[case])
+    problem = cpu_blocks_problem(rng, int(rng.integers(20, 40)), **CASES[case])
     X = rng.random((24, problem.n))
     want = jp.reference.evaluate_reference(problem, X)
     assert_costs(evaluate(problem, X, precision="float64"), want, 1e-12)
@@ -156,16 +156,16 @@ def test_explicit_windows_are_exact():
     for kw, windows in ((dict(training=True, cpus=1, colors=3, k=4), (2, 9)),
                         (dict(training=False, cpus=0, colors=0, k=6, unsupported=0.0,
                               memory=True), (5, 16))):
-        problem = hetero_problem(rng, 40, p=0.1, **kw)
+        problem = cpu_blocks_problem(rng, 40, p=0.1, **kw)
         X = rng.random((30, problem.n)).astype(np.float32)
         want = jp.reference.evaluate_reference(problem, X)
         for window in windows:
             assert_costs(evaluate(problem, X, window=window), want, FLOAT32_RTOL)
 
 
-def test_decode_hetero_equals_reference():
+def test_decode_cpu_blocks_equals_reference():
     rng = np.random.default_rng(3)
-    problem = hetero_problem(rng, 30, training=True, cpus=1, colors=3, k=3)
+    problem = cpu_blocks_problem(rng, 30, training=True, cpus=1, colors=3, k=3)
     X = rng.random((4, problem.n))
     for precision in ("float32", "float64"):
         parts = decode(problem, X, precision=precision)
@@ -177,13 +177,13 @@ def test_decode_hetero_equals_reference():
             assert part.cost == ref.cost
 
 
-def test_simple_impl_rejects_hetero_and_stacks_mix():
+def test_simple_impl_rejects_cpu_blocks_and_stacks_mix():
     rng = np.random.default_rng(5)
-    hetero = hetero_problem(rng, 12, training=True, cpus=1, colors=2, k=2)
+    typed = cpu_blocks_problem(rng, 12, training=True, cpus=1, colors=2, k=2)
     with pytest.raises(JaxplaceError):
-        evaluate(hetero, rng.random((2, hetero.n)), impl="simple")
+        evaluate(typed, rng.random((2, typed.n)), impl="simple")
     plain = jp.Problem(jp.CompGraph(rng.uniform(1, 2, 9), [(0, 1), (1, 2), (0, 5)]), 3)
-    probs = [hetero, plain]
+    probs = [typed, plain]
     X = rng.random((2, 5, 12)).astype(np.float32)
     got = evaluate_graphs(probs, X)
     for i, p in enumerate(probs):
@@ -192,7 +192,7 @@ def test_simple_impl_rejects_hetero_and_stacks_mix():
 
 def test_spec_of_units():
     rng = np.random.default_rng(9)
-    problem = hetero_problem(rng, 30, training=True, cpus=2, colors=3, k=2)
+    problem = cpu_blocks_problem(rng, 30, training=True, cpus=2, colors=3, k=2)
     spec = problem_spec(problem)
     assert spec.C == 2 and spec.NX >= 30 and spec.N >= problem.graph.units.num_units
 
@@ -229,10 +229,10 @@ def test_evaluate_graphs_mixed_padded_sizes_and_training_graphs():
     """Regression: X was padded to spec.N, not spec.width; they differ once a graph
     has placement units (training graphs), and sizes differ across the batch."""
     rng = np.random.default_rng(11)
-    probs = [hetero_problem(rng, 30, training=True, cpus=1, colors=3, k=4),
-             hetero_problem(rng, 12, training=False, cpus=0, colors=0, k=2,
+    probs = [cpu_blocks_problem(rng, 30, training=True, cpus=1, colors=3, k=4),
+             cpu_blocks_problem(rng, 12, training=False, cpus=0, colors=0, k=2,
                             unsupported=0.0),
-             hetero_problem(rng, 45, training=True, cpus=0, colors=2, k=6,
+             cpu_blocks_problem(rng, 45, training=True, cpus=0, colors=2, k=6,
                             unsupported=0.0, memory=True)]
     specs = [problem_spec(p) for p in probs]
     assert len({(s.N, s.width) for s in specs}) > 1 and any(s.NX for s in specs)
