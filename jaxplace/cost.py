@@ -233,7 +233,7 @@ def _check_throughput(problem: Problem, what: str) -> None:
     """JaxplaceError unless the identical-accelerator model is the problem's objective
     (a cost computed under another objective would be a wrong number)."""
     obj = problem.objective_impl  # resolved once per problem
-    if obj.name != "throughput":
+    if not obj.supports("identical_devices"):
         raise JaxplaceError(f"{what} computes throughput on identical accelerators, not "
                             f"{obj.label}; use jaxplace.evaluate_partition or "
                             "jaxplace.objectives.objective_of(problem)", field="objective")

@@ -120,30 +120,28 @@ class Problem:
             raise JaxplaceError("missing: give k or a cluster", field="k")
 
     @cached_property
-    def latency(self):
-        """The `LatencyInstance` of a latency problem (None for throughput)."""
-        if self.objective != "latency":
-            return None
-        from jaxplace.latency.times import instance_from
+    def instance(self):
+        """The objective's precomputed model of this problem (`Objective.instance`):
+        the `LatencyInstance` (per-op times on every device, memory, links) on a
+        cluster of unequal devices or for latency; None for identical accelerators."""
+        return self.objective_impl.instance(self)
 
-        return instance_from(self.graph, self.cluster)
+    @property
+    def latency(self):
+        """The `LatencyInstance` of a latency problem (`instance`; kept by name)."""
+        return self.instance
 
     @property
     def hetero(self) -> bool:
-        """Throughput on a cluster of unequal devices (`jaxplace.hetero`)."""
-        c = self.cluster
-        return self.objective == "throughput" and c is not None and not c.is_uniform
+        """Deprecated (kept while callers move): ask the resolved objective instead,
+        e.g. `problem.objective_impl.supports("identical_devices")`."""
+        return self.objective_impl.row_width(self) is None
 
-    @cached_property
+    @property
     def pipeline_instance(self):
-        """The `LatencyInstance` (per-op times on every device, memory, links) of a
-        `hetero` problem (None otherwise): its pipeline stages cost
-        `jaxplace.hetero.model`'s."""
-        if not self.hetero:
-            return None
-        from jaxplace.latency.times import instance_from
-
-        return instance_from(self.graph, self.cluster)
+        """The `LatencyInstance` of a pipeline on unequal devices (`instance`; kept
+        by name): its stages cost `jaxplace.hetero.model`'s."""
+        return self.instance
 
     @property
     def capacity_limit(self) -> float:

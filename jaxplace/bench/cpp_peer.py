@@ -105,7 +105,7 @@ def write_graph(problem: Problem, path: str | os.PathLike) -> None:
     no placement units, CPU blocks or accelerator-unsupported ops."""
     g = problem.graph
     if (problem.cpus or not g.units.trivial or not bool(problem.supported.all())
-            or getattr(problem, "objective", "throughput") != "throughput"):
+            or not problem.objective_impl.supports("identical_devices")):
         raise JaxplaceError("the C++ peer handles plain throughput problems only (no CPU "
                             "blocks, colocation or unsupported ops)", field="problem")
     mem = -1.0 if problem.memory is None else float(problem.memory)

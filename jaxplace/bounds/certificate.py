@@ -242,8 +242,7 @@ def certify(problem: Problem, partition=None, methods=None, *,
     settings = dict(time_limit=time_limit, threads=threads, mip_rel_gap=mip_rel_gap,
                     progress=progress, samples=samples, seed=seed)
     if registry is not None:
-        if obj.name != "throughput":
-            raise obj.unsupported("a custom bound registry")
+        obj.require("bound_registry", field="registry")
         settings["registry"] = registry
     return obj.certify(problem, partition, methods, **settings)
 

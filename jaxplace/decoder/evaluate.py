@@ -85,7 +85,7 @@ def evaluate(problem: Problem, X, *, precision: str = "float32",
     (None: one per core). See `Evaluator` for the other settings.
     """
     obj = problem.objective_impl
-    if obj.name != "throughput":  # the problem's own objective decodes its rows
+    if not obj.supports("identical_devices"):  # the problem's own objective decodes
         return obj.evaluate(problem, X, precision=precision)
     devices = None if devices is None else tuple(devices)
     ev = EVALUATORS.get(problem, precision=precision, chunk_size=chunk_size,
@@ -99,7 +99,7 @@ def decode(problem: Problem, x, *, precision: str = "float32"):
     On unequal devices x may carry d device keys after the n priorities (float64
     reference decode; the Partition's `devices` maps stages to devices)."""
     obj = problem.objective_impl
-    if obj.name != "throughput":
+    if not obj.supports("identical_devices"):
         return obj.decode(problem, x, precision=precision)
     return EVALUATORS.get(problem, precision=precision, window=None).decode(x)
 

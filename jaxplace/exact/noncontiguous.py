@@ -268,9 +268,7 @@ def build_model(problem: Problem, *, symmetry: bool = False) -> NoncontiguousMod
             coefficient is outside the range HiGHS loads.
     """
     t0 = time.perf_counter()
-    if problem.objective != "throughput":
-        raise JaxplaceError("non-contiguous splits apply to the throughput objective",
-                            field="objective")
+    problem.objective_impl.require("noncontiguous")
     u = placement_units(problem)
     if u.bad.any() and not problem.cpus:
         v = int(np.flatnonzero(~problem.supported)[0])

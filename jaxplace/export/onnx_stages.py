@@ -313,10 +313,10 @@ def result_devices(result: Mapping) -> dict[int, str]:
     out = {int(b["block"]): str(b.get("device", "accel")) for b in result.get("blocks", ())}
     for s, d in enumerate(result.get("stage_devices") or ()):
         out[s] = str(d)
-    if result.get("objective") == "latency":  # blocks are device indices
-        for e, b in zip(result.get("ops", ()), result.get("assignment", ()), strict=False):
-            if e.get("device") is not None:
-                out[int(b)] = str(e["device"])
+    # a result with per-op devices (a latency schedule): blocks are device indices
+    for e, b in zip(result.get("ops", ()), result.get("assignment", ()), strict=False):
+        if e.get("device") is not None:
+            out[int(b)] = str(e["device"])
     return out
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from jaxplace.objectives.base import Objective
+from jaxplace.objectives.base import Objective, as_partition
 
 _SEARCH = ("default", "random", "brkga", "dfs")
 
@@ -17,6 +17,9 @@ class UnequalDevices(Objective):
     label = "throughput on unequal devices"
     bound_methods = ("simple",)
     default_bounds = ("simple",)
+    #: costs come from the cluster: no CPU blocks, colocation, overflow budget,
+    #: capacity or bandwidth of the identical-device model (refused by `validate`)
+    capabilities = frozenset()
 
     def matches(self, problem) -> bool:
         c = problem.cluster
@@ -32,6 +35,12 @@ class UnequalDevices(Objective):
         from jaxplace.hetero.model import check_problem
 
         check_problem(problem)
+        super().validate(problem)
+
+    def instance(self, problem):
+        from jaxplace.latency.times import instance_from
+
+        return instance_from(problem.graph, problem.cluster)
 
     # -- costs ---------------------------------------------------------------------
     def evaluate_partition(self, problem, assignment, *, contiguous: bool = True,
@@ -46,7 +55,11 @@ class UnequalDevices(Objective):
             devices = getattr(assignment, "devices", None)
         if devices is None:
             devices = np.arange(problem.cluster.num_devices)
-        return evaluate_stages(problem.pipeline_instance, assignment, devices)
+        costs = evaluate_stages(problem.pipeline_instance, assignment, devices)
+        if costs.num_stages > problem.k:
+            raise JaxplaceError(f"has {costs.num_stages} non-empty stages, more than "
+                                f"k={problem.k}", field="assignment")
+        return costs
 
     def evaluate(self, problem, X, *, precision: str = "float32", **settings):
         import jax.numpy as jnp
@@ -73,9 +86,7 @@ class UnequalDevices(Objective):
                     certificate=None, **_ignored) -> dict:
         from jaxplace.hetero.report import result_dict
 
-        # a search Result or its split (an ndarray's `partition` is numpy's sort method)
-        part = partition if isinstance(partition, np.ndarray) else getattr(
-            partition, "partition", partition)
+        part = as_partition(partition)
         sc = self.evaluate_partition(problem, part)
         lb = self.lower_bound(problem) if lower_bound is None else float(lower_bound)
         more = {"seed": seed, "timings": timings or {}, **(extra or {})}
@@ -93,17 +104,11 @@ class UnequalDevices(Objective):
         x = order_to_priorities(dfs_order(problem.graph))
         return decode(problem.pipeline_instance, x, problem.k)
 
-    def certify(self, problem, partition=None, methods=None, **settings):
-        from jaxplace.objectives.ladder import certify_with
+    def report(self, problem, result, certificate=None) -> list[str]:
+        from jaxplace.hetero.report import stage_table
 
-        return certify_with(self, problem, partition, methods,
-                            {"simple": self._simple_bound}, **settings)
-
-    def _simple_bound(self, problem, ctx, partition):
-        from jaxplace.bounds.base import MethodResult
-
-        return MethodResult("simple", self.lower_bound(problem), "closed form", 0.0,
-                            kind="closed-form")
+        part = as_partition(result)
+        return [stage_table(problem.pipeline_instance, self.evaluate_partition(problem, part))]
 
     # -- search --------------------------------------------------------------------
     def row_width(self, problem):

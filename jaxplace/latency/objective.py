@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from jaxplace.objectives.base import Objective
+from jaxplace.objectives.base import Objective, as_partition
 
 _SEARCH = ("default", "random", "brkga", "dfs")
 
@@ -48,6 +48,10 @@ class Latency(Objective):
     label = "latency (makespan of one inference)"
     bound_methods = ("simple", "milp-lp", "milp")
     default_bounds = ("simple", "milp")
+    #: the cluster gives every cost; a training graph's ops are scheduled as a DAG.
+    #: Colocation classes, CPU blocks, CPU-only ops and the identical-device options
+    #: (memory, capacity, bandwidth) are not modelled and `validate` refuses them.
+    capabilities = frozenset({"backward"})
 
     @property
     def search_methods(self) -> frozenset[str]:  # type: ignore[override]
@@ -67,7 +71,13 @@ class Latency(Objective):
         if problem.cpus:
             raise JaxplaceError("CPU blocks do not apply to the latency objective",
                                 field="cpus")
-        problem.latency  # noqa: B018 (builds the instance now: a graph too big fails here)
+        super().validate(problem)
+        problem.instance  # noqa: B018 (builds the instance now: a graph too big fails here)
+
+    def instance(self, problem):
+        from jaxplace.latency.times import instance_from
+
+        return instance_from(problem.graph, problem.cluster)
 
     # -- costs ---------------------------------------------------------------------
     def evaluate_partition(self, problem, assignment, *, contiguous: bool = True,
@@ -119,7 +129,7 @@ class Latency(Objective):
         return float(lower_bound(problem.latency))
 
     def result_dict(self, problem, partition, **fields) -> dict:
-        from jaxplace.formats.results import latency_result_dict
+        from jaxplace.latency.result import latency_result_dict
 
         return latency_result_dict(problem, partition, **fields)
 

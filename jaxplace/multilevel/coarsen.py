@@ -60,9 +60,7 @@ class Level:
 
 def check_supported(problem: Problem) -> None:
     """Refuse what the multilevel path does not model, naming the field."""
-    if problem.objective != "throughput" or problem.hetero:
-        raise JaxplaceError("the multilevel search handles throughput on identical "
-                            "devices", field="objective")
+    problem.objective_impl.require("multilevel")
     if problem.cpus:
         raise JaxplaceError("the multilevel search has no CPU blocks; use a flat method",
                             field="cpus")

@@ -105,9 +105,7 @@ def slice_units(problem: Problem, order, bound: float | None = None) -> Partitio
     `jaxplace.reference.slice_order`); see the module doc. `bound`: only partitions
     costing at most it are looked for (+inf cost when there is none)."""
     g = problem.graph
-    if problem.hetero or problem.objective != "throughput":
-        raise JaxplaceError("the fast slicing handles throughput on identical devices",
-                            field="problem")
+    problem.objective_impl.require("identical_devices", field="problem")
     uo = unit_order(g, order)
     U = len(uo)
     if problem.cpus:

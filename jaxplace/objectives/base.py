@@ -12,6 +12,8 @@ is a `JaxplaceError` naming both, never a number computed under another objectiv
 
 from __future__ import annotations
 
+import abc
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,13 +45,44 @@ class ExactAnswer:
     detail: str = ""
 
 
-class Objective:
-    """The base of every objective; subclasses override what they support.
+#: Problem options and features an objective may model (`Objective.capabilities`).
+#: `Objective.validate` refuses a problem that uses one the objective lacks, so an
+#: option is honoured or refused, never dropped.
+OPTIONS = {
+    "cpus": "CPU blocks (cpus > 0)",
+    "cpu_only_ops": "ops not supported on an accelerator (supported_on_accel false)",
+    "colocation": "colocation classes (color_class: ops that share a device)",
+    "backward": "backward ops (is_backward: edges that do not order the stages)",
+    "memory": "the overflow budget (memory)",
+    "capacity": "a hard per-block capacity (capacity)",
+    "bandwidth": "the inter-block bandwidth (bandwidth other than 1)",
+}
+#: Further capabilities code outside the objective packages asks about.
+FEATURES = {
+    "identical_devices": "costs are the MTPP model on identical accelerators (the fast "
+                         "decoder, the float64 reference, slicing and the DP apply)",
+    "noncontiguous": "non-contiguous splits (virtual pieces)",
+    "multilevel": "the multilevel search",
+    "search_many": "jaxplace.search_many",
+    "bound_registry": "a custom certificate bound registry",
+    "export_stages": "per-stage ONNX export of its results",
+}
+
+
+class Objective(abc.ABC):
+    """The base of every objective: the abstract methods are the contract's core, the
+    others have defaults built on them (or refuse with `unsupported`).
+
+    A new objective implements `evaluate_partition`, `lower_bound`, `start_partition`
+    and `default_search`; it then certifies with its closed-form bound, writes results
+    and reports through the defaults, and `jaxplace.testing.check_objective` checks it
+    against brute force.
 
     Attributes:
         name: the registry key (e.g. "throughput-unequal").
         problem_objective: the `Problem.objective` value it serves.
         label: a phrase for messages ("throughput on unequal devices").
+        capabilities: the `OPTIONS` and `FEATURES` it models (`supports`).
         search_methods: names of the search methods that apply (None: all).
         bound_methods: names of the certificate bounds that apply, in ladder order.
         default_bounds: the bounds `certify` runs when none are named.
@@ -58,23 +91,47 @@ class Objective:
     name: str = "objective"
     problem_objective: str = "objective"
     label: str = "objective"
-    search_methods: frozenset[str] | None = None
-    bound_methods: tuple[str, ...] = ()
-    default_bounds: tuple[str, ...] = ()
+    capabilities: frozenset[str] = frozenset()
+    search_methods: frozenset[str] | None = frozenset({"default"})
+    bound_methods: tuple[str, ...] = ("simple",)
+    default_bounds: tuple[str, ...] = ("simple",)
 
     # -- which problems ------------------------------------------------------------
     def matches(self, problem) -> bool:
         """This objective serves `problem` (its objective name, and its cluster)."""
         return problem.objective == self.problem_objective
 
+    def supports(self, capability: str) -> bool:
+        """Whether this objective models `capability` (a key of `OPTIONS` or
+        `FEATURES`); ask the resolved objective, never compare names."""
+        if capability not in OPTIONS and capability not in FEATURES:
+            raise ValueError(f"unknown capability {capability!r}")
+        return capability in self.capabilities
+
+    def require(self, capability: str, field: str = "objective") -> None:
+        """Raise JaxplaceError naming this objective unless it `supports` capability."""
+        if not self.supports(capability):
+            what = OPTIONS.get(capability) or FEATURES[capability]
+            raise JaxplaceError(f"{what} does not apply to {self.label} (objective "
+                                f"{self.name!r})", field=field)
+
     def validate(self, problem) -> None:
-        """Raise JaxplaceError when `problem`'s fields do not fit this objective."""
+        """Raise JaxplaceError when `problem`'s fields do not fit this objective: by
+        default, any problem option (`OPTIONS`) it uses that the objective lacks."""
+        for option, field in problem_options(problem):
+            self.require(option, field)
+
+    def instance(self, problem):
+        """The objective's precomputed model of `problem` (`Problem.instance` caches
+        it; None: none)."""
+        return None
 
     # -- costs ---------------------------------------------------------------------
+    @abc.abstractmethod
     def evaluate_partition(self, problem, assignment, *, contiguous: bool = True,
                            devices=None):
-        """Reference (float64) costs of a partition; the result has `.cost`."""
-        raise self.unsupported("evaluate_partition")
+        """Reference (float64) costs of a partition; the result has `.cost` (inf:
+        infeasible) and `.assignment`. A malformed partition is a JaxplaceError."""
 
     def evaluate(self, problem, X, **settings) -> np.ndarray:
         """(P,) float64 costs of the priority rows X (the compiled decoder)."""
@@ -84,19 +141,62 @@ class Objective:
         """The partition (or a list for (P, n)) that priorities x decode to."""
         raise self.unsupported("decode")
 
+    @abc.abstractmethod
     def lower_bound(self, problem) -> float:
         """A valid lower bound on the optimum, in closed form (cheap)."""
-        raise self.unsupported("lower_bound")
 
-    def result_dict(self, problem, partition, **fields) -> dict:
-        """The JSON-ready result of a partition (what `jaxplace.save_result` writes);
-        `fields`: method, seed, lower_bound, source, timings, extra, certificate."""
-        raise self.unsupported("result_dict")
+    # -- results -------------------------------------------------------------------
+    def result_dict(self, problem, partition, *, method=None, seed=None,
+                    lower_bound=None, source=None, timings=None, extra=None,
+                    certificate=None, **_ignored) -> dict:
+        """The JSON-ready result of `partition` (a search `Result`, a `Partition` or
+        a block per node): what `jaxplace.save_result` writes. The default: the
+        assignment, its confirmed cost and the bound."""
+        part = as_partition(partition)
+        costs = self.evaluate_partition(problem, part)
+        a = np.asarray(getattr(costs, "assignment", getattr(part, "assignment", part)))
+        lb = self.lower_bound(problem) if lower_bound is None else float(lower_bound)
+        out = {"format": "jaxplace-result/1", "objective": self.name, "source": source,
+               "num_nodes": problem.n, "k": problem.k, "method": method, "seed": seed,
+               "bottleneck": float(costs.cost), "lower_bound": lb,
+               "assignment": [int(b) for b in a],
+               "node_ids": list(problem.graph.node_ids), "timings": timings or {}}
+        if certificate is not None:
+            out["certificate"] = (certificate.to_dict() if hasattr(certificate, "to_dict")
+                                  else certificate)
+        out.update(extra or {})
+        return out
+
+    def report(self, problem, result, certificate=None) -> list[str]:
+        """Text lines the CLI prints for a found partition (a `Result`, `Partition`
+        or assignment): by default its confirmed cost and the objective's bound."""
+        part = as_partition(result)
+        cost = float(self.evaluate_partition(problem, part).cost)
+        lb = float(self.lower_bound(problem)) if certificate is None else float(
+            certificate.lower_bound)
+        ratio = f" ({cost / lb:.4g}x the bound)" if lb > 0 and math.isfinite(cost) else ""
+        return [f"{self.label}: cost {cost:.6g}, lower bound {lb:.6g}{ratio}"]
 
     # -- proofs --------------------------------------------------------------------
+    @abc.abstractmethod
+    def start_partition(self, problem):
+        """A first partition without any search (what `certify` bounds when it is
+        given none); feasible when one is easy to find."""
+
     def certify(self, problem, partition=None, methods=None, **settings):
-        """A `jaxplace.bounds.Certificate` for `partition` (see `bounds.certify`)."""
-        raise self.unsupported("certify")
+        """A `jaxplace.bounds.Certificate` for `partition`; the default runs the
+        closed-form `lower_bound` as the bound "simple"."""
+        from jaxplace.objectives.ladder import certify_with
+
+        return certify_with(self, problem, partition, methods,
+                            {"simple": self.simple_bound}, **settings)
+
+    def simple_bound(self, problem, ctx, partition):
+        """The closed-form `lower_bound` as a certificate bound."""
+        from jaxplace.bounds.base import MethodResult
+
+        return MethodResult("simple", float(self.lower_bound(problem)), "closed form",
+                            0.0, kind="closed-form")
 
     def exact_fits(self, problem) -> str | None:
         """A one-line reason when an exact method is expected to finish quickly on
@@ -122,9 +222,16 @@ class Objective:
                 field="method")
 
     def check_bound_methods(self, methods) -> tuple[str, ...]:
-        """The bound names, checked against `bound_methods`, in ladder order."""
+        """The bound names, checked against `bound_methods`, in ladder order (none
+        named is a JaxplaceError: a certificate of no bound proves nothing)."""
+        if not isinstance(methods, str | list | tuple | frozenset | set):
+            raise JaxplaceError(f"expected bound names, got {type(methods).__name__}",
+                                field="methods")
         names = [m.strip() for m in (methods.split(",") if isinstance(methods, str)
-                                     else methods) if m.strip()]
+                                     else methods) if isinstance(m, str) and m.strip()]
+        if not names:
+            raise JaxplaceError(f"no bound named; choose from "
+                                f"{', '.join(self.bound_methods)}", field="methods")
         bad = [m for m in names if m not in self.bound_methods]
         if bad:
             raise JaxplaceError(
@@ -162,9 +269,10 @@ class Objective:
         """The `Result` of search row x, decoded by the float64 reference."""
         raise self.unsupported("search")
 
+    @abc.abstractmethod
     def default_search(self, req):
-        """The strongest search of this objective (the planner's search phase)."""
-        raise self.unsupported("search")
+        """The strongest search of this objective (the planner's search phase): a
+        `jaxplace.search.Result` whose cost `evaluate_partition` confirms."""
 
     # -- errors --------------------------------------------------------------------
     def unsupported(self, what: str) -> JaxplaceError:
@@ -172,4 +280,35 @@ class Objective:
                              f"{self.name!r})", field="objective")
 
 
-__all__ = ["ExactAnswer", "Objective"]
+def as_partition(partition):
+    """The partition of a search `Result`, else `partition` itself (an ndarray's
+    `partition` attribute is numpy's sort method, not a split)."""
+    if isinstance(partition, np.ndarray):
+        return partition
+    inner = getattr(partition, "partition", None)
+    return partition if inner is None or callable(inner) else inner
+
+
+def problem_options(problem) -> list[tuple[str, str]]:
+    """(option, field) for every `OPTIONS` entry `problem` uses."""
+    out = []
+    if problem.cpus:
+        out.append(("cpus", "cpus"))
+    if not bool(problem.supported.all()):
+        out.append(("cpu_only_ops", "supported_on_accel"))
+    units = problem.graph.units
+    if units.num_units < problem.n:
+        out.append(("colocation", "color_class"))
+    elif not units.trivial:
+        out.append(("backward", "is_backward"))
+    if problem.memory is not None:
+        out.append(("memory", "memory"))
+    if problem.capacity is not None:
+        out.append(("capacity", "capacity"))
+    if problem.bandwidth != 1.0:
+        out.append(("bandwidth", "bandwidth"))
+    return out
+
+
+__all__ = ["FEATURES", "OPTIONS", "ExactAnswer", "Objective", "as_partition",
+           "problem_options"]

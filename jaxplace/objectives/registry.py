@@ -41,12 +41,19 @@ def problem_objectives() -> tuple[str, ...]:
     return tuple(dict.fromkeys(o.problem_objective for o in objectives().values()))
 
 
-def register(objective: Objective, *, first: bool = False) -> Objective:
-    """Add `objective` (replacing one of the same name); `first` puts it before the
-    others in resolution order (an objective that specializes an existing one)."""
-    _ENTRIES.pop(objective.name, None)
+def register(objective: Objective, *, first: bool = False,
+             replace: bool = False) -> Objective:
+    """Add `objective`; `first` puts it before the others in resolution order (an
+    objective that specializes an existing one). A second entry under a name is a
+    JaxplaceError unless `replace` (then it takes the old one's place)."""
+    if not isinstance(objective, Objective):
+        raise JaxplaceError(f"expected an Objective, got {type(objective).__name__}",
+                            field="objective")
+    if objective.name in _ENTRIES and not replace:
+        raise JaxplaceError(f"an objective named {objective.name!r} is registered "
+                            "already; pass replace=True to replace it", field="name")
     if first:
-        items = list(_ENTRIES.items())
+        items = [(k, v) for k, v in _ENTRIES.items() if k != objective.name]
         _ENTRIES.clear()
         _ENTRIES[objective.name] = objective
         _ENTRIES.update(items)

@@ -14,7 +14,7 @@ import time
 
 import numpy as np
 
-from jaxplace.objectives.base import ExactAnswer, Objective
+from jaxplace.objectives.base import FEATURES, OPTIONS, ExactAnswer, Objective, as_partition
 
 #: Graphs with at most this many ideals get the DP over ideals first (it proves the
 #: optimum in well under a second at a few thousand ideals, seconds at tens of
@@ -26,10 +26,29 @@ class Throughput(Objective):
     name = "throughput"
     problem_objective = "throughput"
     label = "throughput on identical accelerators"
+    capabilities = frozenset(OPTIONS) | frozenset(FEATURES)
+    search_methods = None
 
     def matches(self, problem) -> bool:
         c = problem.cluster
         return problem.objective == "throughput" and (c is None or c.is_uniform)
+
+    def validate(self, problem) -> None:
+        """A uniform cluster sets k and, where the graph's parameters are bytes, the
+        capacity: a block must fit a device's memory."""
+        from jaxplace.errors import JaxplaceError
+
+        c = problem.cluster
+        if c is None:
+            return
+        if problem.k > c.num_devices:
+            raise JaxplaceError(f"must be at most the cluster's {c.num_devices} devices, "
+                                f"got {problem.k}", field="k")
+        mem = float(c.memory.min()) if c.num_devices else math.inf
+        bytes_ = str(problem.graph.meta.get("size_param_unit", "bytes")).startswith("bytes")
+        binds = mem < float(problem.graph.size_param.sum())  # else no block exceeds it
+        if bytes_ and binds and (problem.capacity is None or problem.capacity > mem):
+            object.__setattr__(problem, "capacity", mem)  # normalised like __post_init__
 
     @property
     def bound_methods(self) -> tuple[str, ...]:  # type: ignore[override]
@@ -68,12 +87,23 @@ class Throughput(Objective):
     def result_dict(self, problem, partition, **fields) -> dict:
         from jaxplace.formats.results import result_dict
 
-        # a search Result or its split (an ndarray's `partition` is numpy's sort method)
-        part = partition if isinstance(partition, np.ndarray) else getattr(
-            partition, "partition", partition)
-        return result_dict(problem, part, **fields)
+        return result_dict(problem, as_partition(partition), **fields)
+
+    def report(self, problem, result, certificate=None) -> list[str]:
+        from jaxplace.cost import partition_costs
+        from jaxplace.report import stage_notes, stage_table
+
+        cost = partition_costs(problem, getattr(as_partition(result), "assignment",
+                                                as_partition(result)))
+        return [stage_table(problem, cost), *stage_notes(problem, cost)]
 
     # -- proofs --------------------------------------------------------------------
+    def start_partition(self, problem):
+        from jaxplace.reference import decode_reference
+        from jaxplace.search.baselines import dfs_order, order_to_priorities
+
+        return decode_reference(problem, order_to_priorities(dfs_order(problem.graph)))
+
     def certify(self, problem, partition=None, methods=None, **settings):
         from jaxplace.bounds.certificate import certify_ladder
 

@@ -106,11 +106,9 @@ class Relaxed:
 def run_relax(req: SearchRequest, budget: int, phase: str = "relax", pbar=None,
               extra: tuple = ()) -> Relaxed:
     """Optimize the surrogate and decode `budget` candidates (see the module doc)."""
-    if getattr(req, "latency", None):
-        from jaxplace.errors import JaxplaceError
-
-        raise JaxplaceError("the relaxation models pipeline stages (the bottleneck); it "
-                            "does not apply to the latency objective", field="method")
+    # the surrogate is the identical-device bottleneck: another model would be
+    # searched under the wrong cost
+    req.problem.objective_impl.require("identical_devices", field="method")
     problem, spec = req.problem, req.spec
     cfg = relax_config(req.options, extra)
     rg = relax_graph(problem)
