@@ -40,7 +40,9 @@ LAYERS = (
     "latency", "hetero", "relax", "multilevel",
     "llm", "formats",
     "objectives.throughput",  # the throughput objective: uses search, bounds, exact, formats
-    "spatial", "export", "report", "analysis", "bench", "cli", "__main__",
+    "spatial", "export",
+    "pipeline", "torch",  # runnable pipelines: chain plans, JAX stages, torch.distributed
+    "report", "analysis", "bench", "cli", "__main__",
 )
 
 #: (importer layer, imported later layer) pairs that exist today; only ever remove.

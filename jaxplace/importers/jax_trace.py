@@ -378,3 +378,9 @@ def _merged(graphdef):
 
     call.__name__ = "nnx_module"
     return call
+
+
+def folds_into_param(prim: str) -> bool:
+    """True for the view primitives that `from_jax` folds into a parameter when a
+    parameter is their only non-literal input (no node of their own)."""
+    return prim in _PARAM_VIEW_OPS

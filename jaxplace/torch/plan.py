@@ -1,0 +1,221 @@
+"""Plan a PyTorch pipeline that torch.distributed.pipelining can cut.
+
+`plan_pipeline(module, example_args, k)` traces the module (`trace.from_torch`), finds
+the positions where `SplitPoint.BEGINNING` can cut (the first op of a submodule that
+runs as one contiguous run of ops, called once), and splits the program there with the
+jaxplace planner on the chain of segments between those positions
+(`jaxplace.pipeline.chain`), certified on that restricted problem. The same planner
+on every op position gives the op-level split (`pipe_split()` placement), and the even
+split of the repeated layers (the torchtitan / DeepSpeed default) is costed alongside.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from jaxplace.errors import JaxplaceError
+from jaxplace.graph import CompGraph
+from jaxplace.importers.builder import US
+from jaxplace.importers.devices import DeviceProfile, get_device
+from jaxplace.pipeline.chain import ChainSplit, plan_chain, split_from_starts
+from jaxplace.torch.trace import TracedOp, from_torch
+
+_NUMBERED = re.compile(r"^(?P<parent>.+)\.\d+$")
+
+#: the objectives a module-boundary chain split serves (identical devices, MTPP)
+OBJECTIVES = ("throughput",)
+
+
+@dataclass(frozen=True)
+class PipelinePlan:
+    """A pipeline split of a torch module at module boundaries.
+
+    Attributes:
+        split_spec: {FQN: SplitPoint.BEGINNING} for `torch.distributed.pipelining.
+            pipeline(module, mb_args, split_spec=...)`; stage s + 1 begins at the s-th.
+        stage_starts: (num_stages,) FQN of the module each stage begins with ("" for
+            the first stage, which begins at the program's start).
+        split: the planned ChainSplit (stage_times, compute, io, param bytes, bound).
+        op_split: the best split at any op (pipe_split() placement), for comparison.
+        op_split_points: [{"stage", "before_op", "modules"}] of `op_split`.
+        even: the even split of the repeated layers (None when there are none).
+        layers: the repeated layers' FQNs in call order (e.g. transformer.h.0 ..).
+        boundaries: {op position: FQN} of every module boundary a split may use.
+        activation_bytes: (num_stages,) bytes of the tensors each stage sends on.
+        device: the roofline profile's name; times in microseconds on it.
+        notes: what the plan could not do (fewer stages, coarse boundaries).
+    """
+
+    split_spec: dict
+    stage_starts: tuple[str, ...]
+    split: ChainSplit
+    op_split: ChainSplit
+    op_split_points: list[dict]
+    even: ChainSplit | None
+    layers: tuple[str, ...]
+    boundaries: dict[int, str]
+    activation_bytes: np.ndarray
+    device: str
+    graph: CompGraph = field(repr=False)
+    ops: tuple[TracedOp, ...] = field(repr=False)
+    notes: tuple[str, ...] = ()
+
+    @property
+    def num_stages(self) -> int:
+        return len(self.stage_starts)
+
+    @property
+    def stage_times(self) -> np.ndarray:
+        """(num_stages,) predicted stage time, us (receive + compute + send)."""
+        return self.split.stage_times
+
+    @property
+    def param_bytes(self) -> np.ndarray:
+        return self.split.param_bytes
+
+    @property
+    def lower_bound(self) -> float | None:
+        """Certified lower bound on the bottleneck of any split at module boundaries."""
+        return self.split.lower_bound
+
+    @property
+    def coarse(self) -> bool:
+        """True when the module boundaries cost more than the op-level split allows."""
+        return any(n.startswith("module boundaries are too coarse") for n in self.notes)
+
+    def summary(self) -> str:
+        """A text table: per stage its first module, predicted time, params, sends."""
+        s = self.split
+        lines = [f"{self.num_stages} stages at module boundaries ({self.device} roofline, "
+                 f"us): bottleneck {s.bottleneck:.6g}, lower bound "
+                 f"{s.lower_bound:.6g} ({'optimal' if s.proved_optimal else 'gap'}), "
+                 f"max/mean {s.balance:.3f}",
+                 f"{'stage':>5}  {'begins at':<32} {'time us':>10} {'compute':>10} "
+                 f"{'params MiB':>10} {'sends MiB':>10}"]
+        for i, start in enumerate(self.stage_starts):
+            lines.append(f"{i:>5}  {start or '(start)':<32} {s.stage_times[i]:>10.4g} "
+                         f"{s.compute[i]:>10.4g} {s.param_bytes[i] / 2**20:>10.3f} "
+                         f"{self.activation_bytes[i] / 2**20:>10.3f}")
+        lines.append(f"op-level split (pipe_split): bottleneck {self.op_split.bottleneck:.6g}")
+        if self.even is not None:
+            lines.append(f"even split of {len(self.layers)} layers: bottleneck "
+                         f"{self.even.bottleneck:.6g} (max/mean {self.even.balance:.3f})")
+        lines += [f"note: {n}" for n in self.notes]
+        return "\n".join(lines)
+
+
+def module_boundaries(ops: Sequence[TracedOp]) -> dict[int, str]:
+    """{op position: FQN} where SplitPoint.BEGINNING of that module cuts the program:
+    the module's ops are one contiguous run (so it is called once, and a pre-forward
+    split falls exactly before its first op), not at position 0. Where several modules
+    begin at one position, the outermost is named."""
+    runs: dict[str, list[int]] = {}
+    for i, op in enumerate(ops):
+        for fqn in op.modules:
+            runs.setdefault(fqn, []).append(i)
+    out: dict[int, tuple[int, str]] = {}
+    for fqn, idx in runs.items():
+        if idx[0] == 0 or idx[-1] - idx[0] + 1 != len(idx):
+            continue
+        depth = fqn.count(".")
+        if idx[0] not in out or depth < out[idx[0]][0]:
+            out[idx[0]] = (depth, fqn)
+    return {p: f for p, (_, f) in sorted(out.items())}
+
+
+def repeated_layers(ops: Sequence[TracedOp]) -> list[tuple[str, int]]:
+    """(FQN, first op position) of the repeated layers in call order: the outermost
+    modules named `<container>.<i>` (transformer.h.3, layer2.1, blocks.0), the unit
+    torchtitan and DeepSpeed split evenly."""
+    first: dict[str, int] = {}
+    for i, op in enumerate(ops):
+        for fqn in op.modules:
+            first.setdefault(fqn, i)
+    out = []
+    for fqn, pos in first.items():
+        if not _NUMBERED.match(fqn):
+            continue
+        parts = fqn.split(".")
+        ancestors = (".".join(parts[:j]) for j in range(1, len(parts)))
+        if not any(_NUMBERED.match(a) and a in first for a in ancestors):
+            out.append((fqn, pos))
+    return sorted(out, key=lambda x: x[1])
+
+
+def even_layer_starts(layers: Sequence[tuple[str, int]], k: int) -> list[int]:
+    """Stage start positions of the even split: stage s holds layers
+    [floor(s L / k), floor((s+1) L / k)); what comes before the first layer joins stage
+    0, what follows the last joins the last stage."""
+    n = len(layers)
+    if n < k:
+        return []
+    return [0] + [layers[(s * n) // k][1] for s in range(1, k)]
+
+
+def plan_pipeline(module, example_args: Sequence, k: int, *, device: str | DeviceProfile = "h100",
+                  objective: str = "throughput", example_kwargs: dict | None = None,
+                  seed: int = 0, balance_target: float = 1.15) -> PipelinePlan:
+    """Split `module` into at most k pipeline stages at module boundaries.
+
+    Args:
+        module: a torch.nn.Module (traced in eval mode by torch.export).
+        example_args: one microbatch of inputs (shapes fix the costs).
+        k: the number of pipeline stages (processes).
+        device: roofline profile (`jaxplace.importers.device_names()`) or a DeviceProfile.
+        objective: "throughput" (the MTPP bottleneck on identical devices).
+        example_kwargs: keyword inputs of the forward.
+        seed: planner seed.
+        balance_target: max/mean above which, when the op-level split is better, the
+            plan notes that module boundaries are too coarse.
+    """
+    from torch.distributed.pipelining import SplitPoint
+
+    if objective not in OBJECTIVES:
+        raise JaxplaceError(f"objective {objective!r} is not supported for module-boundary "
+                            f"pipeline splits; known: {', '.join(OBJECTIVES)}",
+                            field="objective")
+    if int(k) < 1:
+        raise JaxplaceError("must be at least 1", field="k")
+    dev = get_device(device)
+    module.eval()
+    graph, ops = from_torch(module, example_args, example_kwargs, device=dev)
+    bounds = module_boundaries(ops)
+    split = plan_chain(graph, list(bounds), k, seed=seed)
+    op_split = plan_chain(graph, range(graph.num_nodes), k, seed=seed)
+    layers = repeated_layers(ops)
+    even_starts = even_layer_starts(layers, k)
+    even = (split_from_starts(graph, even_starts, method="even layers")
+            if even_starts and len(set(even_starts)) == k else None)
+    starts = [bounds.get(p, "") for p in split.starts]
+    notes = _notes(split, op_split, k, len(bounds), balance_target)
+    return PipelinePlan(
+        split_spec={fqn: SplitPoint.BEGINNING for fqn in starts[1:]},
+        stage_starts=tuple(starts), split=split, op_split=op_split,
+        op_split_points=_op_points(op_split, ops), even=even,
+        layers=tuple(f for f, _ in layers), boundaries=bounds,
+        activation_bytes=split.io_out * dev.link_bw / US, device=dev.name,
+        graph=graph, ops=tuple(ops), notes=tuple(notes))
+
+
+def _notes(split: ChainSplit, op_split: ChainSplit, k: int, n_bounds: int,
+           balance_target: float) -> list[str]:
+    notes = []
+    if len(split.starts) < k:
+        why = (f"only {n_bounds} module boundaries" if n_bounds + 1 < k else
+               "more stages would cost more in transfers than they save")
+        notes.append(f"{len(split.starts)} stages, not {k}: {why}")
+    if split.balance > balance_target and split.bottleneck > op_split.bottleneck * (1 + 1e-6):
+        notes.append(f"module boundaries are too coarse: the best split at them has "
+                     f"max/mean {split.balance:.3f} and bottleneck {split.bottleneck:.6g}; "
+                     f"at op level {op_split.bottleneck:.6g} (max/mean "
+                     f"{op_split.balance:.3f}), placing pipe_split() as op_split_points says")
+    return notes
+
+
+def _op_points(op_split: ChainSplit, ops: Sequence[TracedOp]) -> list[dict]:
+    return [{"stage": s, "before_op": ops[p].name, "modules": list(ops[p].modules)}
+            for s, p in enumerate(op_split.starts) if s > 0]

@@ -1,0 +1,143 @@
+"""Run a PipelinePlan: one local CPU process per stage (gloo), each building its
+stage with torch.distributed.pipelining (`pipeline(...).build_stage`) and running the
+GPipe schedule; the last stage's output comes back, with every stage's measured
+forward time per microbatch (its submodule alone, communication excluded).
+
+The processes are spawned (`torch.multiprocessing`, start method "spawn") on a free
+local port; a hard deadline kills them, so a hang cannot stall the caller.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+import numpy as np
+
+from jaxplace.errors import JaxplaceError
+from jaxplace.torch.plan import PipelinePlan
+
+
+@dataclass(frozen=True)
+class PipelineRun:
+    """The outputs of a pipeline run and its per-stage times.
+
+    Attributes:
+        outputs: the last stage's output for the whole batch (microbatches merged).
+        measured_ms: (stages,) median forward time of each stage per microbatch, ms,
+            on this machine's CPU (one thread per process).
+        predicted_us: (stages,) the plan's predicted stage times, us on its device.
+        n_microbatches: microbatches per step.
+    """
+
+    outputs: Any
+    measured_ms: np.ndarray
+    predicted_us: np.ndarray
+    n_microbatches: int
+
+    def table(self) -> str:
+        """Measured next to predicted, each also as a share of its total (the devices
+        differ, the shares compare)."""
+        m, p = self.measured_ms, self.predicted_us
+        lines = [f"{'stage':>5} {'measured ms':>12} {'share':>6} {'predicted us':>13} "
+                 f"{'share':>6}"]
+        for i in range(len(m)):
+            lines.append(f"{i:>5} {m[i]:>12.4g} {m[i] / m.sum():>6.1%} {p[i]:>13.4g} "
+                         f"{p[i] / p.sum():>6.1%}")
+        return "\n".join(lines)
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _microbatch(args: Sequence, n: int) -> tuple:
+    return tuple(a.chunk(n)[0] if hasattr(a, "chunk") else a for a in args)
+
+
+def _worker(rank: int, world: int, port: int, module, split_spec: dict, args: tuple,
+            n_mb: int, repeats: int, outdir: str, timeout: float) -> None:
+    import torch
+    import torch.distributed as dist
+    from torch.distributed.pipelining import ScheduleGPipe, pipeline
+
+    torch.set_num_threads(1)  # stages share the host's cores; time each on one
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
+                            world_size=world, timeout=timedelta(seconds=timeout))
+    try:
+        module.eval()
+        pipe = pipeline(module, mb_args=_microbatch(args, n_mb), split_spec=split_spec)
+        if pipe.num_stages != world:
+            raise RuntimeError(f"the split spec makes {pipe.num_stages} stages for "
+                               f"{world} processes")
+        stage = pipe.build_stage(rank, torch.device("cpu"))
+        times: list[float] = []
+        starts: list[float] = []
+        stage.submod.register_forward_pre_hook(lambda *_: starts.append(time.perf_counter()))
+        stage.submod.register_forward_hook(
+            lambda *_: times.append(time.perf_counter() - starts[-1]))
+        schedule = ScheduleGPipe(stage, n_mb)
+        out = None
+        with torch.no_grad():
+            for _ in range(repeats + 1):  # the first step warms up
+                out = schedule.step(*args) if rank == 0 else schedule.step()
+        torch.save({"times": times[n_mb:], "out": out if rank == world - 1 else None},
+                   os.path.join(outdir, f"rank{rank}.pt"))
+    finally:
+        dist.destroy_process_group()
+
+
+def run_pipeline(plan: PipelinePlan, module, args: Sequence, *, n_microbatches: int = 2,
+                 repeats: int = 1, timeout: float = 120.0) -> PipelineRun:
+    """Run `module` split by `plan` over plan.num_stages local processes.
+
+    Args:
+        plan: from `plan_pipeline` (its split_spec cuts the module).
+        module: the same module (pickled to every process).
+        args: the whole batch; dimension 0 splits into `n_microbatches`.
+        repeats: measured steps after one warm-up step.
+        timeout: seconds for the whole run; past it the processes are killed and a
+            JaxplaceError raised.
+    """
+    import torch
+    import torch.multiprocessing as mp
+
+    world = plan.num_stages
+    if world < 2:
+        raise JaxplaceError("a pipeline run needs at least 2 stages", field="plan")
+    args = tuple(args)
+    if any(isinstance(a, torch.Tensor) and a.shape[0] % n_microbatches for a in args):
+        raise JaxplaceError(f"the batch dimension must divide into {n_microbatches} "
+                            "microbatches", field="n_microbatches")
+    with tempfile.TemporaryDirectory(prefix="jaxplace-pipe-") as outdir:
+        ctx = mp.start_processes(
+            _worker, args=(world, free_port(), module, dict(plan.split_spec), args,
+                           n_microbatches, repeats, outdir, timeout),
+            nprocs=world, join=False, start_method="spawn")
+        deadline = time.monotonic() + timeout
+        try:
+            while not ctx.join(timeout=max(0.1, min(1.0, deadline - time.monotonic()))):
+                if time.monotonic() > deadline:
+                    raise JaxplaceError(f"the pipeline run did not finish within "
+                                        f"{timeout:g} s", field="timeout")
+        except mp.ProcessException as exc:  # a stage raised or died
+            raise JaxplaceError(f"a pipeline stage failed: "
+                                f"{str(exc).strip().splitlines()[-1]}") from exc
+        finally:
+            for p in ctx.processes:
+                if p.is_alive():
+                    p.kill()
+                    p.join(5)
+        res = [torch.load(os.path.join(outdir, f"rank{r}.pt"), weights_only=False)
+               for r in range(world)]
+    measured = np.asarray([1e3 * float(np.median(r["times"])) for r in res])
+    return PipelineRun(res[-1]["out"], measured, np.asarray(plan.stage_times, float),
+                       n_microbatches)
