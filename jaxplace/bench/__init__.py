@@ -6,4 +6,4 @@ there is one; they never assert wall-clock limits.
 """
 
 BENCHES = ("decode", "search", "bounds", "workloads", "frameworks", "policy", "spatial",
-           "latency", "relax", "hetero", "scale", "batch")
+           "latency", "relax", "hetero", "scale", "batch", "gpu")

@@ -1,0 +1,350 @@
+"""`jaxplace bench gpu`: the GPU figures of issue 52 in one command, one JSON, one table.
+
+Three parts, each written to the JSON and the markdown as soon as it is done (a run
+stopped by a timeout keeps the parts before):
+
+1. decoder: candidates/s of each decoder implementation (`lanes`, the library
+   default, and `fused`, the Pallas kernel) on the C++ yardstick's random DAG
+   (`bench decode`'s `random_dag`; p = 6 / n, so the mean degree stays near 6),
+   k = 16, float32, per population size; compile (the first call, on one chunk) apart;
+   the maximum relative error against the float64 reference (`jaxplace.reference`)
+   on the first `sample` rows. A cell whose predicted time (from the previous size's
+   rate) exceeds `--max-cell-seconds` is skipped and says so; an implementation that
+   fails (e.g. a kernel the device's compiler refuses) records its one-line error.
+2. train: seconds per policy-training step (the recipe's batch; the first chunk,
+   which holds the compile, apart).
+3. suite: the regal-time suite (`bench batch`) through `search_many` in a fresh
+   worker (cold wall from the worker's start, warm wall, compile ~ cold - warm)
+   against the C++ brkga-10000 peer built and run on the same host.
+
+Sizes: `gpu` (P = 10^4, 10^5, 10^6 at n = 200 and 1,000; 30 graphs), `small` (what
+a CPU runs in minutes; the fused kernel then runs in Pallas's interpret mode, at
+small P only), `tiny` (the CI test), `auto` (gpu on a GPU, small elsewhere).
+Figures are printed, never asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import platform
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from jaxplace.errors import JaxplaceError
+
+HELP = ("GPU figures in one run: decoder candidates/s (lanes vs fused), one training "
+        "step, the regal-time suite via search_many vs C++ brkga-10000")
+
+#: name: decoder sizes (n list, P list, float64 sample rows), fused interpret cap,
+#: training chunk, suite graphs
+SIZES = {
+    "gpu": dict(ns=(200, 1000), pops=(10_000, 100_000, 1_000_000), sample=(64, 16),
+                interpret_max=0, chunk=10, suite=30),
+    "small": dict(ns=(200,), pops=(256, 2_048, 16_384), sample=(32,), interpret_max=256,
+                  chunk=2, suite=3),
+    "tiny": dict(ns=(24,), pops=(40,), sample=(8,), interpret_max=64, chunk=1, suite=1),
+}
+PARTS = ("decoder", "train", "suite")
+IMPLS = ("lanes", "fused")
+K = 16
+
+
+def add_arguments(p) -> None:
+    p.add_argument("--size", choices=("auto",) + tuple(SIZES), default="auto",
+                   help="problem sizes (auto: gpu on a GPU, small elsewhere)")
+    p.add_argument("--parts", default=",".join(PARTS),
+                   help=f"comma-separated, of {', '.join(PARTS)}")
+    p.add_argument("--impls", default=",".join(IMPLS), help="decoder implementations")
+    p.add_argument("--out", default=".", help="folder for bench_gpu.json and bench_gpu.md")
+    p.add_argument("--max-cell-seconds", type=float, default=60.0,
+                   help="skip a decoder cell predicted to take longer than this")
+    p.add_argument("--recipe", default="training/policy_regal.json",
+                   help="training recipe timed by the train part")
+    p.add_argument("--suite-count", type=int, default=None,
+                   help="graphs of the regal-time suite (default: the size's)")
+    p.add_argument("--seed", type=int, default=0)
+
+
+def _size(name: str) -> tuple[str, dict]:
+    import jax
+
+    if name == "auto":
+        name = "gpu" if jax.default_backend() == "gpu" else "small"
+    return name, SIZES[name]
+
+
+def machine() -> dict:
+    import jax
+
+    dev = jax.devices()[0]
+    return dict(platform=dev.platform, device=getattr(dev, "device_kind", str(dev)),
+                devices=jax.device_count(), jax=jax.__version__, host=platform.node(),
+                cpus=os.cpu_count(), load=list(os.getloadavg()),
+                date=time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()))
+
+
+def dag_problem(n: int, seed: int):
+    from jaxplace.bench.decode import _graph_from_nodes, random_dag
+    from jaxplace.problem import Problem
+
+    return Problem(_graph_from_nodes(*random_dag(n, min(6.0 / n, 0.5), seed)), K)
+
+
+def max_rel_error(got, want) -> float:
+    """Largest |got - want| / |want| over finite references; inf if the infinities
+    differ."""
+    got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
+    if not np.array_equal(np.isinf(got), np.isinf(want)):
+        return float("inf")
+    fin = np.isfinite(want)
+    return float(np.max(np.abs(got[fin] - want[fin]) / np.abs(want[fin]), initial=0.0))
+
+
+def _chunk(impl: str, n: int, on_gpu: bool) -> int | None:
+    """Rows per compiled call: the library default for lanes; for the fused kernel on a
+    GPU (a few bytes per candidate outside the kernel) up to 256 MiB of keys."""
+    if impl != "fused" or not on_gpu:
+        return None
+    from jaxplace.decoder.layout import pow2
+
+    return 1 << ((256 << 20) // (pow2(n) * 4 * 2)).bit_length() - 1
+
+
+def _warm_up(ev, X: np.ndarray, P: int) -> float:
+    """Compile the programs a call on P rows runs (its chunk shape; lanes: also the
+    block window picked from a first call's costs) on at most one round of chunks;
+    returns the seconds taken."""
+    from jaxplace.decoder.batching import plan_chunks
+
+    plan = plan_chunks(P, spec=ev.spec, itemsize=ev.itemsize, batching=ev.batching)
+    rows = X[:min(P, plan.size * max(plan.threads, 1))]
+    t0 = time.perf_counter()
+    for _ in range(2 if ev.impl == "lanes" else 1):
+        ev(rows)
+    return time.perf_counter() - t0
+
+
+def decoder_rows(cfg: dict, impls, *, seed: int, max_cell_seconds: float, on_gpu: bool,
+                 log=print) -> list[dict]:
+    """One record per (n, impl, P): rate, compile, error, or why it was skipped."""
+    from jaxplace.decoder import Evaluator
+    from jaxplace.reference import evaluate_reference
+
+    rows = []
+    for n, sample in zip(cfg["ns"], cfg["sample"], strict=True):
+        problem = dag_problem(n, seed)
+        X = np.random.default_rng(seed).random((max(cfg["pops"]), n), dtype=np.float32)
+        t0 = time.perf_counter()
+        want = evaluate_reference(problem, X[:sample])
+        ref_s = time.perf_counter() - t0
+        for impl in impls:
+            rate = None
+            ev = Evaluator(problem, impl=impl, window="auto" if impl == "lanes" else None,
+                           chunk_size=_chunk(impl, n, on_gpu))
+            for P in cfg["pops"]:
+                rec = dict(n=n, impl=impl, P=P, k=K, edges=problem.graph.num_edges)
+                limit = cfg["interpret_max"] if impl == "fused" and not on_gpu else None
+                predicted = P / rate if rate else None
+                if limit is not None and P > limit:
+                    rec["skipped"] = f"interpret mode (no GPU): P > {limit}"
+                elif predicted is not None and predicted > max_cell_seconds:
+                    rec["skipped"] = f"predicted {predicted:.0f} s > {max_cell_seconds:.0f} s"
+                if "skipped" in rec:
+                    rows.append(rec)
+                    log(f"decoder n={n} {impl} P={P}: skipped ({rec['skipped']})")
+                    continue
+                try:
+                    first_s = _warm_up(ev, X, P)
+                except Exception as exc:  # noqa: BLE001 - a kernel the device refuses
+                    rec["error"] = f"{type(exc).__name__}: {exc}"[:300]  # is a figure
+                    rows.append(rec)
+                    log(f"decoder n={n} {impl} P={P}: failed: {rec['error']}")
+                    break
+                t0 = time.perf_counter()
+                costs = ev(X[:P])
+                wall = time.perf_counter() - t0
+                rate = P / wall
+                rec.update(wall_s=wall, rate=rate, first_call_s=first_s,
+                           max_rel_error=max_rel_error(costs[:sample], want),
+                           sample=sample, reference_s=ref_s)
+                rows.append(rec)
+                log(f"decoder n={n} {impl} P={P}: {rate:,.0f} candidates/s "
+                    f"(max rel. error {rec['max_rel_error']:.2g})")
+    return rows
+
+
+def train_row(recipe: str, chunk: int, size: str) -> dict:
+    """Seconds per training step of `recipe` (a small pool; the compile apart)."""
+    from jaxplace.policy.train import load_config, train
+
+    if not Path(recipe).is_file():
+        return dict(recipe=recipe, skipped="recipe file not found (run from the repository)")
+    cfg = load_config(recipe)
+    over = dict(steps=2 * chunk, chunk=chunk, pool=64, validation=2, val_samples=2,
+                checkpoint_every=2 * chunk, validate_every=2 * chunk, tie_probe=0,
+                warmup=0)
+    if size == "tiny":
+        over.update(graphs=2, samples=2, pool=4)
+    cfg = dataclasses.replace(cfg, **over)
+    with tempfile.TemporaryDirectory(prefix="jaxplace-bench-train-") as tmp:
+        t0 = time.perf_counter()
+        train(cfg, Path(tmp) / "run", export=Path(tmp) / "policy", progress=False,
+              quiet=True)
+        total = time.perf_counter() - t0
+        walls = [json.loads(line) for line in
+                 (Path(tmp) / "run" / "metrics.jsonl").read_text().splitlines()]
+    walls = [w["wall"] for w in walls if w["step"] > 0]
+    return dict(recipe=recipe, graphs=cfg.graphs, samples=cfg.samples,
+                ppo_epochs=cfg.ppo_epochs, chunk=chunk, first_chunk_s=walls[0],
+                step_s=(walls[1] - walls[0]) / chunk, total_s=total)
+
+
+def suite_rows(count: int, seed: int) -> dict:
+    """search_many over the regal-time suite vs C++ brkga-10000 (bench batch's
+    workers)."""
+    from jaxplace.bench import batch, search_time
+    from jaxplace.bench.cpp_peer import CppUnavailable
+
+    args = argparse.Namespace(count=count, ks="4,8,16", seed=seed, time_limit=None,
+                              budget=None, max_programs=batch.MAX_PROGRAMS, polish="auto",
+                              cache="fresh")
+    many = batch._run_many(args)
+    out = dict(count=count, many=dict(
+        total_cold_s=many["total_s"], import_s=many["import_s"], cold_s=many["cold_s"],
+        warm_s=many["warm_s"], compile_s=max(many["cold_s"] - many["warm_s"], 0.0),
+        programs_compiled=many["programs_compiled"], costs=many["costs"],
+        warm_costs=many["warm_costs"], devices=many["devices"]))
+    try:
+        cpp = search_time.run_cpp(args, [4, 8, 16])
+    except CppUnavailable as exc:
+        out["cpp"] = dict(skipped=str(exc))
+        return out
+    out["cpp"] = dict(total_s=cpp["total_s"], build_s=cpp["build_s"], costs=cpp["costs"])
+    ratio = np.asarray(many["costs"], np.float64) / np.asarray(cpp["costs"], np.float64)
+    out["cost_ratio"] = batch._gm(ratio)
+    out["warm_cost_ratio"] = batch._gm(np.asarray(many["warm_costs"], np.float64)
+                                       / np.asarray(cpp["costs"], np.float64))
+    out["wall_ratio_cold"] = many["total_s"] / cpp["total_s"]
+    out["wall_ratio_warm"] = many["warm_s"] / cpp["total_s"]
+    return out
+
+
+def _f(x, fmt: str) -> str:
+    return "-" if x is None else format(x, fmt)
+
+
+def markdown(rec: dict) -> str:
+    from jaxplace.bench.runs import markdown_table
+
+    m = rec["machine"]
+    lines = [f"# jaxplace bench gpu ({rec['size']}), {m['date']}", "",
+             f"{m['device']} ({m['platform']}, {m['devices']} device(s)), jax {m['jax']}, "
+             f"host {m['host']} ({m['cpus']} CPUs, load {m['load'][0]:.2f})", ""]
+    dec = rec.get("decoder")
+    if dec is not None:
+        rows = []
+        for r in dec:
+            note = r.get("skipped") or r.get("error") or ""
+            rows.append([r["n"], r["impl"], f"{r['P']:,}" if "P" in r else "-",
+                         _f(r.get("rate"), ",.0f"), _f(r.get("first_call_s"), ".1f"),
+                         _f(r.get("max_rel_error"), ".2g"), note])
+        lines += ["## Decoder (float32, k = 16; error vs the float64 reference on a "
+                  "sample)", "", markdown_table(
+                      ["n", "impl", "P", "candidates/s", "first calls s (compile)",
+                       "max rel. error",
+                       "note"], rows), ""]
+    tr = rec.get("train")
+    if tr is not None:
+        lines += ["## Policy training step", ""]
+        if "step_s" in tr:
+            lines.append(f"{tr['recipe']}: {tr['graphs']} graphs x {tr['samples']} samples"
+                         f" per step, PPO epochs {tr['ppo_epochs']}: {tr['step_s']:.4f} s "
+                         f"per step (first chunk of {tr['chunk']}, with the compile: "
+                         f"{tr['first_chunk_s']:.1f} s)")
+        else:
+            lines.append(f"{tr['recipe']}: {tr.get('skipped') or tr.get('error')}")
+        lines.append("")
+    su = rec.get("suite")
+    if su is not None:
+        lines += [f"## Regal-time suite ({su.get('count')} graphs) via search_many", ""]
+        if "error" in su:
+            lines.append(su["error"])
+        else:
+            mk, cpp = su["many"], su["cpp"]
+            rows = [["search_many", f"{mk['total_cold_s']:.1f}", f"{mk['compile_s']:.1f}",
+                     f"{mk['warm_s']:.1f}", _f(su.get("cost_ratio"), ".4f"),
+                     _f(su.get("wall_ratio_cold"), ".2f"),
+                     _f(su.get("wall_ratio_warm"), ".2f")]]
+            if "total_s" in cpp:
+                rows.append(["C++ brkga-10000 (1 core)", f"{cpp['total_s']:.1f}", "-",
+                             f"{cpp['total_s']:.1f}", "1", "1", "1"])
+            lines.append(markdown_table(
+                ["method", "cold wall s", "compile s (cold - warm)", "warm wall s",
+                 "cost / C++", "cold wall / C++", "warm wall / C++"], rows))
+            if "skipped" in cpp:
+                lines.append(f"C++ peer: {cpp['skipped']}")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def run(args) -> int:
+    import jax
+
+    size, cfg = _size(args.size)
+    parts = [p.strip() for p in args.parts.split(",") if p.strip()]
+    impls = [i.strip() for i in args.impls.split(",") if i.strip()]
+    bad = sorted(set(parts) - set(PARTS)) + sorted(set(impls) - set(IMPLS))
+    if bad:
+        raise JaxplaceError(f"unknown part(s) or impl(s): {', '.join(bad)}",
+                            field="--parts/--impls")
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    on_gpu = jax.default_backend() == "gpu"
+    rec = dict(size=size, machine=machine(), parts=parts)
+
+    def save():
+        (out / "bench_gpu.json").write_text(json.dumps(rec, indent=1) + "\n")
+        (out / "bench_gpu.md").write_text(markdown(rec) + "\n")
+
+    save()
+    if "decoder" in parts:
+        rec["decoder"] = decoder_rows(cfg, impls, seed=args.seed, on_gpu=on_gpu,
+                                      max_cell_seconds=args.max_cell_seconds)
+        save()
+    if "train" in parts:
+        try:
+            rec["train"] = train_row(args.recipe, cfg["chunk"], size)
+        except Exception as exc:  # noqa: BLE001 - recorded, the other parts still run
+            rec["train"] = dict(recipe=args.recipe, error=f"{type(exc).__name__}: {exc}")
+        save()
+    if "suite" in parts:
+        count = args.suite_count or cfg["suite"]
+        try:
+            rec["suite"] = suite_rows(count, args.seed)
+        except Exception as exc:  # noqa: BLE001
+            rec["suite"] = dict(count=count, error=f"{type(exc).__name__}: {exc}")
+        save()
+    print(markdown(rec))
+    print(f"wrote {out / 'bench_gpu.json'} and {out / 'bench_gpu.md'}")
+    return 0
+
+
+__all__ = ["HELP", "SIZES", "add_arguments", "decoder_rows", "markdown", "max_rel_error",
+           "run", "suite_rows", "train_row"]
+
+
+def _main(argv=None) -> int:
+    """`python -m jaxplace.bench.gpu`: the same bench without the CLI."""
+    p = argparse.ArgumentParser(prog="python -m jaxplace.bench.gpu", description=HELP)
+    add_arguments(p)
+    return run(p.parse_args(argv))
+
+
+if __name__ == "__main__":
+    raise SystemExit(_main())

@@ -1,0 +1,82 @@
+"""`jaxplace bench gpu` at its tiny size on the CPU (the figures themselves are the GPU
+run's; here: the command runs, writes its JSON and table, and its errors are real)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from jaxplace.bench import BENCHES
+from jaxplace.bench.gpu import markdown, max_rel_error
+
+
+def _bench(tmp_path, *extra):
+    env = dict(os.environ, JAX_PLATFORMS="cpu")
+    r = subprocess.run([sys.executable, "-m", "jaxplace", "bench", "gpu", "--size", "tiny",
+                        "--out", str(tmp_path), *extra], env=env, capture_output=True,
+                       text=True, timeout=900)
+    assert r.returncode == 0, r.stdout + r.stderr
+    rec = json.loads((tmp_path / "bench_gpu.json").read_text())
+    return rec, (tmp_path / "bench_gpu.md").read_text(), r.stdout
+
+
+def test_registered():
+    assert "gpu" in BENCHES
+
+
+def test_max_rel_error():
+    assert max_rel_error([1.0, np.inf], [1.0, np.inf]) == 0.0
+    assert max_rel_error([1.0, 2.0], [1.0, np.inf]) == np.inf
+    assert max_rel_error([1.1, 2.0], [1.0, 2.0]) == pytest.approx(0.1)
+
+
+def test_tiny_decoder_part(tmp_path):
+    rec, md, out = _bench(tmp_path, "--parts", "decoder")
+    assert rec["size"] == "tiny" and rec["machine"]["platform"] == "cpu"
+    rows = rec["decoder"]
+    assert {r["impl"] for r in rows} == {"lanes", "fused"}
+    for r in rows:
+        assert "error" not in r and "skipped" not in r, r
+        assert r["rate"] > 0
+        # float32 against the float64 reference (FLOAT32_RTOL)
+        assert r["max_rel_error"] <= 1e-5
+    assert "| fused |" in md and md.strip() in out
+    assert "train" not in rec and "suite" not in rec
+
+
+def test_bad_part_is_one_line_exit_2(tmp_path):
+    env = dict(os.environ, JAX_PLATFORMS="cpu")
+    r = subprocess.run([sys.executable, "-m", "jaxplace", "bench", "gpu", "--parts", "nope",
+                        "--out", str(tmp_path)], env=env, capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 2 and "nope" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_markdown_of_failed_and_skipped_parts():
+    rec = dict(size="gpu", machine=dict(date="d", device="H100", platform="gpu", devices=1,
+                                        jax="0", host="h", cpus=16, load=[0.0, 0, 0]),
+               decoder=[dict(n=200, impl="fused", P=10, error="CompileError: no"),
+                        dict(n=200, impl="lanes", P=10, skipped="predicted 99 s > 60 s")],
+               train=dict(recipe="r.json", error="ValueError: x"),
+               suite=dict(count=30, error="JaxplaceError: worker failed"))
+    md = markdown(rec)
+    assert "CompileError: no" in md and "predicted 99 s" in md
+    assert "ValueError: x" in md and "worker failed" in md
+
+
+@pytest.mark.heavy
+def test_tiny_all_parts(tmp_path):
+    """Training step and the suite (one graph, C++ peer when g++ is there): minutes."""
+    rec, md, _ = _bench(tmp_path)
+    assert rec["train"]["step_s"] > 0, rec["train"]
+    su = rec["suite"]
+    assert "error" not in su, su
+    assert len(su["many"]["costs"]) == 1 and np.isfinite(su["many"]["costs"][0])
+    if "total_s" in su["cpp"]:
+        assert su["cost_ratio"] > 0
+    assert "Regal-time suite" in md
