@@ -208,7 +208,9 @@ def _notes(split: ChainSplit, op_split: ChainSplit, k: int, n_bounds: int,
         why = (f"only {n_bounds} module boundaries" if n_bounds + 1 < k else
                "more stages would cost more in transfers than they save")
         notes.append(f"{len(split.starts)} stages, not {k}: {why}")
-    if split.balance > balance_target and split.bottleneck > op_split.bottleneck * (1 + 1e-6):
+    fewer = len(split.starts) < len(op_split.starts)
+    if (split.balance > balance_target or fewer) and \
+            split.bottleneck > op_split.bottleneck * (1 + 1e-6):
         notes.append(f"module boundaries are too coarse: the best split at them has "
                      f"max/mean {split.balance:.3f} and bottleneck {split.bottleneck:.6g}; "
                      f"at op level {op_split.bottleneck:.6g} (max/mean "

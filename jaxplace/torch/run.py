@@ -109,6 +109,7 @@ def run_pipeline(plan: PipelinePlan, module, args: Sequence, *, n_microbatches: 
     """
     import torch
     import torch.multiprocessing as mp
+    from torch.multiprocessing.spawn import ProcessException
 
     world = plan.num_stages
     if world < 2:
@@ -128,7 +129,7 @@ def run_pipeline(plan: PipelinePlan, module, args: Sequence, *, n_microbatches: 
                 if time.monotonic() > deadline:
                     raise JaxplaceError(f"the pipeline run did not finish within "
                                         f"{timeout:g} s", field="timeout")
-        except mp.ProcessException as exc:  # a stage raised or died
+        except ProcessException as exc:  # a stage raised or died
             raise JaxplaceError(f"a pipeline stage failed: "
                                 f"{str(exc).strip().splitlines()[-1]}") from exc
         finally:
