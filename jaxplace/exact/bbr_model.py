@@ -1,0 +1,198 @@
+"""The instance as branch, bound and remember (`bbr`) reads it: atoms as bits.
+
+The atoms of `jaxplace.exact.atoms` (colocation classes contracted, contiguity on
+forward edges, cost-free satellites merged) renumbered in a topological order, so that
+listing a block's atoms by increasing number adds each one after its predecessors: a
+block S grown from an ideal I by adding ready atoms of increasing number reaches every
+S with I + S an ideal exactly once. Sets of atoms are Python ints used as bitsets.
+
+Per-T data (`TData`): the station windows of `jaxplace.bounds.station` mapped to atoms
+(an atom's earliest block is the latest of its nodes' earliest blocks, its latest block
+the earliest of their latest), as bit masks per block index, and the masks of the
+SALBP bounds LB2 / LB3 (Scholl 1999: an atom whose work exceeds T/2 needs a block of
+its own; weights 1 above 2T/3 and 1/2 above T/3 sum to at most 1 per block).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from jaxplace.bounds.station import StationData, station_data, station_skip, windows
+from jaxplace.exact.atoms import build_atoms
+from jaxplace.problem import Problem
+
+#: Relative slack on every comparison with a guess T: a block counts as fitting T when
+#: it costs at most T (1 + RTOL) + ATOL, so float rounding never refutes a real
+#: partition of cost T (a refuted T is then a lower bound with margin).
+RTOL = 1e-9
+ATOL = 1e-12
+
+
+@dataclass(frozen=True, eq=False)
+class Model:
+    """The atoms renumbered topologically (A atoms, G tensor groups).
+
+    - `atom_of`: (n,) int64 new atom number of every node.
+    - `pred`: per atom, bitset of its predecessor atoms; `succ`: per atom, list of
+      successor atoms.
+    - `work`, `cpu`, `param`: per atom floats; `bad`: per atom, holds a node
+      unsupported on accelerators; `easy`: min(work if supported, cpu if CPUs).
+    - `groups`: per atom, the tensor groups touching it; `gsize`: per group size / B;
+      `gcount`: per group, atoms touched; `gmask`: per group, bitset of its atoms.
+    - `K`, `C`: accelerators and CPUs usable (at most A each).
+    - `cap`: the hard capacity (inf: none); `memory`: overflow budget (None: none);
+      `bandwidth`.
+    - `full`: bitset of all atoms; `bad_mask`: bitset of atoms with unsupported nodes.
+    - `station`: the station windows' T-free data, or None where they do not apply
+      (CPU blocks, CPU-only ops, very large graphs).
+    """
+
+    atom_of: np.ndarray
+    pred: list
+    succ: list
+    work: list
+    cpu: list
+    param: list
+    bad: list
+    easy: list
+    groups: list
+    gsize: list
+    gcount: list
+    gmask: list
+    K: int
+    C: int
+    cap: float
+    memory: float | None
+    bandwidth: float
+    full: int
+    bad_mask: int
+    station: StationData | None
+
+    @property
+    def num_atoms(self) -> int:
+        return len(self.work)
+
+    @property
+    def typed(self) -> bool:
+        """CPU blocks may be used (then transfers are not paid by CPU blocks and the
+        windows, LB2/LB3 and the transfer term of LB1 are left out)."""
+        return self.C > 0
+
+
+def _topo_rank(A: int, pred_ptr: np.ndarray, pred_idx: np.ndarray) -> np.ndarray:
+    """(A,) position of each atom in a topological order (smallest ready atom first)."""
+    import heapq
+
+    indeg = np.diff(pred_ptr).astype(np.int64)
+    succ: list[list[int]] = [[] for _ in range(A)]
+    for a in range(A):
+        for p in pred_idx[pred_ptr[a]:pred_ptr[a + 1]].tolist():
+            succ[p].append(a)
+    ready = [a for a in range(A) if indeg[a] == 0]
+    heapq.heapify(ready)
+    rank = np.empty(A, dtype=np.int64)
+    pos = 0
+    while ready:
+        a = heapq.heappop(ready)
+        rank[a] = pos
+        pos += 1
+        for s in succ[a]:
+            indeg[s] -= 1
+            if indeg[s] == 0:
+                heapq.heappush(ready, s)
+    if pos != A:
+        raise RuntimeError("the atom DAG has a cycle")
+    return rank
+
+
+def build_model(problem: Problem, merge: bool = True) -> Model:
+    """The `Model` of `problem` (see the module doc)."""
+    atoms = build_atoms(problem, merge=merge)
+    A = atoms.num_atoms
+    rank = _topo_rank(A, atoms.pred_ptr, atoms.pred_idx)
+    inv = np.argsort(rank)  # new number -> old atom
+    pred = [0] * A
+    succ: list[list[int]] = [[] for _ in range(A)]
+    for new, old in enumerate(inv.tolist()):
+        for p in atoms.preds(old).tolist():
+            pred[new] |= 1 << int(rank[p])
+            succ[int(rank[p])].append(new)
+    work = atoms.work[inv].tolist()
+    cpu = atoms.cpu[inv].tolist()
+    param = atoms.param[inv].tolist()
+    bad = (atoms.bad[inv] > 0).tolist()
+    C = min(problem.cpus, A)
+    easy = [min(math.inf if b else w, c if C else math.inf)
+            for w, c, b in zip(work, cpu, bad, strict=True)]
+    groups: list[list[int]] = [[] for _ in range(A)]
+    gmask, gcount = [], []
+    for g, ends in enumerate(atoms.tensor_ends):
+        m = 0
+        for a in ends.tolist():
+            r = int(rank[a])
+            groups[r].append(g)
+            m |= 1 << r
+        gmask.append(m)
+        gcount.append(len(ends))
+    station = None if station_skip(problem) else station_data(problem)
+    return Model(
+        atom_of=rank[atoms.atom_of], pred=pred, succ=succ, work=work, cpu=cpu,
+        param=param, bad=bad, easy=easy, groups=groups,
+        gsize=atoms.tensor_size.tolist(), gcount=gcount, gmask=gmask,
+        K=min(problem.k, A), C=C, cap=float(problem.capacity_limit),
+        memory=problem.memory, bandwidth=float(problem.bandwidth),
+        full=(1 << A) - 1, bad_mask=sum(1 << a for a in range(A) if bad[a]),
+        station=station)
+
+
+def _mask(flags) -> int:
+    m = 0
+    for a in np.flatnonzero(flags).tolist():
+        m |= 1 << a
+    return m
+
+
+@dataclass(frozen=True, eq=False)
+class TData:
+    """What a check at guess T reads besides the model.
+
+    - `T`: the guess; `Tc`: T (1 + RTOL) + ATOL, what a block may cost.
+    - `allowed`: per block index d, bitset of the atoms whose window admits d (None:
+      no windows); `required`: per d, bitset of the atoms whose latest block is <= d.
+    - `refuted`: the windows alone are empty somewhere (no partition of cost <= T).
+    - `half`: bitset of atoms with work > Tc / 2 (LB2); `third`, `twothird`: work >
+      Tc / 3, > 2 Tc / 3 (LB3).
+    """
+
+    T: float
+    Tc: float
+    allowed: list | None
+    required: list | None
+    refuted: bool
+    half: int
+    third: int
+    twothird: int
+
+
+def tdata(model: Model, T: float) -> TData:
+    """The per-T data of `model` (windows only for finite T and where they apply)."""
+    Tc = T * (1 + RTOL) + ATOL
+    w = np.asarray(model.work)
+    half, third, twothird = (_mask(w > Tc * f) for f in (0.5, 1 / 3, 2 / 3))
+    data = model.station
+    if data is None or not math.isfinite(T):
+        return TData(T, Tc, None, None, False, half, third, twothird)
+    lo_n, hi_n = windows(data, T)
+    A = model.num_atoms
+    lo = np.full(A, -1, dtype=np.int64)
+    hi = np.full(A, np.iinfo(np.int64).max, dtype=np.int64)
+    np.maximum.at(lo, model.atom_of, lo_n)
+    np.minimum.at(hi, model.atom_of, hi_n)
+    refuted = bool((lo > hi).any())
+    D = model.K
+    allowed = [_mask(lo <= d) for d in range(D + 1)]
+    required = [_mask(hi <= d) for d in range(D + 1)]
+    return TData(T, Tc, allowed, required, refuted, half, third, twothird)
