@@ -84,7 +84,7 @@ def on_gpu() -> bool:
 
 def _kernel(spec: Spec, B: int, prio_ref, ints_ref, flts_ref, indeg_ref, succ_ref,
             in_t_ref, plus_ref, param_ref, bad_ref, t_size_ref, t_prod_ref, t_init_ref,
-            t_members_ref, out_ref):
+            t_members_ref, n_succ_ref, n_slots_ref, out_ref):
     N, T1, K = spec.N, spec.T + 1, spec.K
     dt = plus_ref.dtype
     inf = jnp.asarray(jnp.inf, dt)
@@ -114,7 +114,9 @@ def _kernel(spec: Spec, B: int, prio_ref, ints_ref, flts_ref, indeg_ref, succ_re
             w = succ_ref[u, s]  # (B,), padded with N (matches nothing)
             return indeg - (iota == w[None, :]).astype(jnp.int32)
 
-        indeg = lax.fori_loop(0, spec.S, drop, indeg)
+        # successors and slots are stored first in their rows: loop over the block's
+        # largest count for its emitted units, not the padded width
+        indeg = lax.fori_loop(0, jnp.max(n_succ_ref[u]), drop, indeg)
         indeg = jnp.where(iota == u[None, :], EMITTED, indeg)
         pos = jnp.where(iota == u[None, :], r, pos)
         live = iota <= r
@@ -143,7 +145,8 @@ def _kernel(spec: Spec, B: int, prio_ref, ints_ref, flts_ref, indeg_ref, succ_re
             cnt = cnt + hit.astype(jnp.int32)
             return c, last, first, cnt
 
-        c, last, first, cnt = lax.fori_loop(0, spec.D, member, (c, last, first, cnt))
+        c, last, first, cnt = lax.fori_loop(0, jnp.max(n_slots_ref[u]), member,
+                                            (c, last, first, cnt))
         seg = c
         if spec.use_param:
             pc = pc + jnp.where(live, param_ref[u][None, :], 0)
@@ -203,7 +206,9 @@ def score_prio(spec: Spec, g: DeviceGraph, prio: jnp.ndarray, *,
     ints = jnp.stack([g.n, g.k]).astype(jnp.int32)
     flts = jnp.stack([g.memory, g.capacity, g.inv_bw, jnp.zeros((), dt)]).astype(dt)
     graph_in = (ints, flts, g.indeg, g.succ, g.in_t, g.plus, g.param, g.bad, g.t_size,
-                g.t_prod, g.t_init, member_counts(spec, g))
+                g.t_prod, g.t_init, member_counts(spec, g),
+                jnp.sum(g.succ < spec.N, axis=1, dtype=jnp.int32),
+                jnp.sum(g.in_t < spec.T, axis=1, dtype=jnp.int32))
 
     def whole(a):
         return pl.BlockSpec(a.shape, lambda i, nd=a.ndim: (0,) * nd)
