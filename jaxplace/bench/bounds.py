@@ -132,7 +132,8 @@ def run_regal(args) -> str:
             proven[k] += cert.optimal
             print(f"graph {i} n={g.num_nodes} k={k}: UB {ub:.6g} ({cert.partition_source})  "
                   + "  ".join(f"{r.name} {r.bound / ub:.4f} ({r.status}, {r.time:.1f}s"
-                               + (f", {r.nodes} nodes)" if r.kind == "mip" else ")")
+                               + (f", {r.nodes} nodes)" if r.kind in ("mip", "dp")
+                                  else ")")
                               for r in cert.results), flush=True)
     elapsed = time.perf_counter() - t_all
     lines = [
@@ -161,7 +162,7 @@ def run_regal(args) -> str:
     for m in [m for m in methods if m not in ("simple",)]:
         lines.append(f"| mean time {m} (s) | " + " | ".join(
             f"{np.mean(times[m][k]):.1f}" for k in ks) + " |")
-    for m in [m for m in methods if BOUNDS[m].kind == "mip"]:
+    for m in [m for m in methods if BOUNDS[m].kind in ("mip", "dp")]:
         lines.append(f"| mean nodes {m} | " + " | ".join(
             f"{np.mean(nodes[m][k]):,.0f}" for k in ks) + " |")
     lines.append("")

@@ -21,6 +21,7 @@ from jaxplace.bounds.simple import SimpleBound
 from jaxplace.bounds.station import MAX_NODES as STATION_MAX_NODES
 from jaxplace.bounds.station import StationBound
 from jaxplace.errors import JaxplaceError
+from jaxplace.exact.bbr_bound import BbrBound
 from jaxplace.exact.bound import IdealsBound
 
 #: name -> method, in ladder order (cheap first: the closed form, the LP relaxations,
@@ -44,6 +45,9 @@ BOUNDS: Mapping[str, BoundMethod] = MappingProxyType({m.name: m for m in (
     BottleneckBound("bottleneck-no-io", "no-io"),
     GuessBound("bottleneck-guess"),
     CoverBound("cover"),  # column generation over convex blocks, binary search on z
+    # branch, bound and remember over ideals (guess and check on T, no solver): climbs
+    # from the best bound so far and tries to prove the best partition optimal
+    BbrBound("bbr"),
     ExactBound("exact"),
 )})
 
@@ -56,7 +60,7 @@ METHODS = tuple(BOUNDS)  # in ladder order
 PICK_IDEALS = 60_000
 
 #: The methods that model CPU blocks and CPU-only ops (the others report bound 0).
-CPU_BLOCK_METHODS = ("simple", "ideals", "exact-lp", "exact")
+CPU_BLOCK_METHODS = ("simple", "ideals", "exact-lp", "bbr", "exact")
 
 #: `choose_methods` adds guess and check (`station-check`) up to this many blocks: on
 #: REGAL-like graphs (n = 79-186, 60 s) it beat the bottleneck and exact MIPs on 2 of 3
@@ -71,9 +75,10 @@ def choose_methods(problem, mips: tuple[str, ...] = ("bottleneck", "exact")
 
     The DP over ideals when the graph has at most PICK_IDEALS of them (DNN-like graphs;
     it is exact, so its bound is the optimum); otherwise the simple bound, the station
-    bound (no solver), `mips` and, for k <= CHECK_MAX_K, guess and check (random DAGs
-    have far too many ideals), keeping, with CPU blocks or CPU-only ops, only the
-    simple bound and the MIPs that model them (the exact MIP, by default).
+    bound (no solver), `mips`, for k <= CHECK_MAX_K guess and check (random DAGs
+    have far too many ideals), and BB&R over ideals (`bbr`, up to the station rungs'
+    size), keeping, with CPU blocks or CPU-only ops, only the simple bound and the
+    methods that model them (the exact MIP and BB&R, by default).
     """
     from jaxplace.exact.dp import count_problem_ideals
 
@@ -81,12 +86,14 @@ def choose_methods(problem, mips: tuple[str, ...] = ("bottleneck", "exact")
     if count is not None:
         return ("simple", "ideals"), f"{count:,} ideals: the DP over ideals"
     typed = problem.cpus > 0 or not bool(problem.supported.all())
+    bbr = ("bbr",) if problem.n <= STATION_MAX_NODES else ()
     if typed:
         mips = tuple(m for m in mips if m in CPU_BLOCK_METHODS) or ("exact",)
-        return ("simple", *mips), f"more than {PICK_IDEALS:,} ideals: the MIP ladder"
-    return (tuple(ladder(("simple", "station", *mips, *_checks(problem))))
+        return (tuple(ladder(("simple", *mips, *bbr))),
+                f"more than {PICK_IDEALS:,} ideals: the MIP ladder")
+    return (tuple(ladder(("simple", "station", *mips, *_checks(problem), *bbr)))
             if problem.n <= STATION_MAX_NODES else ("simple", *mips),
-            f"more than {PICK_IDEALS:,} ideals: the MIP ladder")
+            f"more than {PICK_IDEALS:,} ideals: the MIP ladder and BB&R")
 
 
 def _checks(problem) -> tuple[str, ...]:

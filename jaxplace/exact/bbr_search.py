@@ -117,7 +117,10 @@ def check(model: Model, td: TData, memo: Memo, deadline: float = float("inf"),
     s.max_ratio = max(ratios, default=0.0)
     if not _fits(s, 0, m.K, m.C, _Sums()):
         return None
-    return _node(s, 0, m.K, m.C, _Sums())
+    try:
+        return _node(s, 0, m.K, m.C, _Sums())
+    except RecursionError:  # a block of about a thousand atoms: nothing proven
+        raise OutOfTime from None
 
 
 @dataclass(frozen=True)
@@ -236,6 +239,7 @@ def _grow_acc(s: _Search, I: int, a: int, c: int, d: int, sums: _Sums, ready: in
     cap, mem, B = m.cap, m.memory, m.bandwidth
     easy_, bad_ = m.easy, m.bad
 
+    never = m.full & ~(allowed & ~m.bad_mask)  # atoms block d never takes
     strict = td.T * (1 - 1e-12)  # what an atom moved into the block must keep it under
 
     def dominated(S: int, J: int, rdy: int, w: float, p: float, io: float) -> bool:
@@ -283,7 +287,7 @@ def _grow_acc(s: _Search, I: int, a: int, c: int, d: int, sums: _Sums, ready: in
                 continue
             over = max(0.0, p - mem) / B if mem is not None else 0.0
             S2, J2 = S | low, J | low
-            below = ~S2 & (low - 1)  # atoms this block can no longer take
+            below = (~S2 & (low - 1)) | never  # atoms this block can no longer take
             io2, fixed2, dcut2 = io, fixed, dcut
             # a group S touches that holds a placed atom or one passed over crosses
             # every block this branch can still grow: S pays it for sure
@@ -316,11 +320,10 @@ def _grow_acc(s: _Search, I: int, a: int, c: int, d: int, sums: _Sums, ready: in
             s.stats.blocks += 1
             if not s.stats.blocks & 4095:
                 _tick(s)
-            if (w + io2 + over <= Tc and (J2 & required) == required
-                    and not dominated(S2, J2, r2, w, p, io2)):
+            if w + io2 + over <= Tc and (J2 & required) == required:
                 child = _Sums(sums.work + w, sums.easy + e2, sums.forced, sums.sup + w,
                               sums.cut + dcut2)
-                if _fits(s, J2, a - 1, c, child):
+                if _fits(s, J2, a - 1, c, child) and not dominated(S2, J2, r2, w, p, io2):
                     cands.append((w, S2, False, child))
             grow(S2, J2, v, w, p, io2, fixed2, dcut2, e2, r2, tuple(still))
             for g in groups[v]:

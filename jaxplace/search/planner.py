@@ -5,8 +5,9 @@
    throughput on identical accelerators, the DP over ideals when the graph has at most
    `EXACT_MAX_IDEALS` ideals).
 2. When it fits, the exact method runs first, pruned by the first solution's cost,
-   with at most `EXACT_SHARE` of the time limit. A finished run is the answer and its
-   proof: the search is skipped.
+   with at most `EXACT_SHARE` of the time limit (where none fits, the option
+   `exact="bbr"` runs BB&R over ideals there, `EXACT_METHODS`). A finished run is
+   the answer and its proof: the search is skipped.
 3. Otherwise the objective's default search (throughput: BRKGA, local search and MIP
    polish; it stops at the lower bound or on stagnation) with the time left.
 
@@ -42,6 +43,11 @@ def plan(req: SearchRequest) -> Result:
             res = _exact_first(req, facts)
             if res is not None:
                 return res
+        elif (named := req.options.get("exact")) is not None:
+            facts["exact"] = f"option exact={named!r}"
+            res = _exact_first(req, facts, _named_exact(obj, named))
+            if res is not None:
+                return res
     res = obj.default_search(req)
     info = {**res.info, **facts}
     info.setdefault("found_by", _found_by(res))
@@ -69,8 +75,31 @@ def exact_answer(problem, *, seed: int = 0, time_limit: float | None = None
     return res if res is not None and "proved_by" in res.info else None
 
 
-def _exact_first(req: SearchRequest, facts: dict) -> Result | None:
-    """Step 2 (module doc): the exact method's Result, or None to go on searching."""
+#: Exact methods the planner runs by name (option `exact=`) where the objective's own
+#: does not fit, as "module:function" (loaded when asked for; the exact layer sits
+#: above the search): BB&R over ideals for throughput on identical accelerators.
+EXACT_METHODS = {"bbr": ("jaxplace.exact.bbr_bound:bbr_exact", "identical_devices")}
+
+
+def _named_exact(obj, name):
+    """The exact method named by the `exact` option (JaxplaceError when unknown or when
+    the objective lacks the capability it models)."""
+    import importlib
+
+    from jaxplace.errors import JaxplaceError
+
+    if name not in EXACT_METHODS:
+        raise JaxplaceError(f"unknown exact method {name!r}; choose from "
+                            f"{', '.join(EXACT_METHODS)}", field="exact")
+    target, capability = EXACT_METHODS[name]
+    obj.require(capability, field="exact")
+    module, attr = target.split(":")
+    return getattr(importlib.import_module(module), attr)
+
+
+def _exact_first(req: SearchRequest, facts: dict, exact=None) -> Result | None:
+    """Step 2 (module doc): the exact method's Result, or None to go on searching.
+    `exact`: the method to run (default: the objective's own `exact`)."""
     obj, problem = req.objective, req.problem
     first = req.first_solution
     limit = req.stop.time_limit
@@ -79,8 +108,9 @@ def _exact_first(req: SearchRequest, facts: dict) -> Result | None:
     if budget <= 0.0 or req.stop.cancelled():
         return None
     ub = first.cost if first is not None and math.isfinite(first.cost) else None
-    ans = obj.exact(problem, time_limit=budget, upper_bound=ub,
-                    partition=None if ub is None else first.partition.assignment)
+    ans = (obj.exact if exact is None else exact)(
+        problem, time_limit=budget, upper_bound=ub,
+        partition=None if ub is None else first.partition.assignment)
     if ans is None:
         return None
     facts["exact_s"] = ans.time

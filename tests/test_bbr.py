@@ -1,0 +1,181 @@
+"""Branch, bound and remember over ideals (jaxplace.exact.bbr): brute force and the DP
+on small graphs with every problem option, refuted guesses below the optimum, the
+`bbr` certificate rung and the planner's `exact="bbr"` step."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from brute import brute_force_optimum
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from strategies import (
+    same_cost,
+    small_graph,
+    tiny_hetero_problems,
+    tiny_problems,
+    tiny_training_problems,
+)
+
+import jaxplace as jp
+from jaxplace.bounds.base import BoundContext
+from jaxplace.bounds.registry import BOUNDS, CPU_BLOCK_METHODS, choose_methods
+from jaxplace.errors import JaxplaceError
+from jaxplace.exact import solve_ideals
+from jaxplace.exact.bbr import feasible, solve_bbr
+from jaxplace.exact.bbr_bound import BbrBound, bbr_exact
+from jaxplace.exact.bbr_model import build_model
+from jaxplace.exact.bbr_search import Memo
+
+
+def _check(problem, res, expected):
+    """res proves the optimum `expected` (or infeasibility) and its split costs it."""
+    if math.isinf(expected):
+        assert res.infeasible and res.assignment is None and res.lower_bound == math.inf
+        return
+    assert res.optimal, res
+    assert same_cost(res.cost, expected), (res.cost, expected)
+    cost = jp.evaluate_partition(problem, res.assignment).bottleneck
+    # rtol: BB&R sums block costs incrementally in float64; the split is re-evaluated
+    assert cost == pytest.approx(expected, rel=1e-9, abs=1e-9)
+    # every refuted guess is below the optimum (a refuted T proves OPT > T)
+    for c in res.checks:
+        if c.answer == "refuted":
+            assert c.T < expected * (1 + 1e-9) + 1e-12, (c, expected)
+    assert res.lower_bound <= expected * (1 + 1e-9) + 1e-12
+
+
+@given(tiny_problems(max_nodes=6, max_k=3, multi_tensor=True))
+def test_equals_brute_force_plain(problem):
+    """Transfers (several tensors per op), overflow, capacity, bandwidth, k = 1."""
+    _check(problem, solve_bbr(problem), brute_force_optimum(problem))
+
+
+@given(tiny_hetero_problems(max_nodes=5))
+def test_equals_brute_force_cpus(problem):
+    """CPU blocks, CPU-only ops, colocation classes, capacity."""
+    _check(problem, solve_bbr(problem), brute_force_optimum(problem))
+
+
+@given(tiny_hetero_problems(max_nodes=5, training=True))
+def test_equals_brute_force_training(problem):
+    """Backward nodes: contiguity on the forward graph only."""
+    _check(problem, solve_bbr(problem), brute_force_optimum(problem))
+
+
+@settings(max_examples=40)
+@given(tiny_training_problems())
+def test_orphans_equal_brute_force(problem):
+    """Orphan backward units (no ordering edge) are atoms like any other."""
+    _check(problem, solve_bbr(problem), brute_force_optimum(problem))
+
+
+@pytest.mark.parametrize("seed,k", [(0, 4), (3, 8), (6, 8), (8, 3)])
+def test_equals_the_dp(seed, k):
+    """24-node random DAGs: BB&R proves the DP over ideals' optimum, started from no
+    split and from the DP's own split (then it only has to refute below it)."""
+    problem = jp.Problem(small_graph(seed), k)
+    dp = solve_ideals(problem, search=False)
+    _check(problem, solve_bbr(problem), dp.cost)
+    res = solve_bbr(problem, partition=dp.assignment)
+    _check(problem, res, dp.cost)
+    assert not res.found  # nothing beats an optimum
+
+
+def test_k_above_n_and_k_one():
+    """k = 1 (one block) and k > n (at most n blocks used), against the DP (brute
+    force over 9^7 assignments would take minutes)."""
+    g = small_graph(1, 7)
+    for k in (1, 9):
+        problem = jp.Problem(g, k)
+        _check(problem, solve_bbr(problem), solve_ideals(problem, search=False).cost)
+
+
+def test_infeasible_capacity():
+    """An op heavier than the capacity: no split, proven (bound inf)."""
+    g = jp.CompGraph([1.0, 1.0, 1.0], [(0, 1), (1, 2)], [1.0, 9.0, 1.0], [1.0, 1.0, 1.0])
+    res = solve_bbr(jp.Problem(g, 2, capacity=5.0))
+    assert res.infeasible and res.lower_bound == math.inf and res.assignment is None
+    cap = jp.Problem(g, 2, capacity=10.0)  # feasible: the heavy op alone
+    _check(cap, solve_bbr(cap), brute_force_optimum(cap))
+
+
+@settings(max_examples=60)
+@given(tiny_problems(max_nodes=5, max_k=3, multi_tensor=True), st.floats(0.3, 1.7))
+def test_feasibility_oracle(problem, frac):
+    """`feasible(T)`: refuted exactly when T is below the optimum (within RTOL), and a
+    split it returns costs at most T."""
+    opt = brute_force_optimum(problem)
+    if not math.isfinite(opt) or opt == 0:
+        return
+    T = opt * frac
+    answer, a = feasible(problem, T)
+    if T < opt * (1 - 1e-7):
+        assert answer == "refuted"
+    elif T >= opt:
+        assert answer == "feasible"
+        assert jp.evaluate_partition(problem, a).bottleneck <= T * (1 + 1e-9) + 1e-12
+
+
+def test_stopped_check_proves_nothing_and_bound_stays_valid():
+    """A node limit stops a check ("unknown"); a time-limited run's bound is still at
+    most the optimum and it claims optimality only when its bound meets its cost."""
+    problem = jp.Problem(small_graph(2), 8)
+    opt = solve_ideals(problem, search=False).cost
+    answer, a = feasible(problem, opt * 0.999, max_nodes=1)
+    assert answer == "unknown" and a is None
+    res = solve_bbr(problem, time_limit=0.2)
+    assert res.lower_bound <= opt * (1 + 1e-9)
+    assert res.cost >= opt * (1 - 1e-9)
+    assert res.optimal == (res.lower_bound >= res.cost * (1 - 1e-6))
+
+
+def test_memo_is_bounded():
+    memo = Memo(max_entries=2)
+    for i in range(5):
+        memo.store((i, 1, 0), 1.0)
+    assert len(memo) == 2
+    memo.store((0, 1, 0), 3.0)  # a stored state keeps its largest refuted T
+    assert memo.refuted((0, 1, 0), 2.5) and not memo.refuted((0, 1, 0), 3.5)
+    assert not memo.refuted((4, 1, 0), 0.5)  # not stored: a miss, never a wrong prune
+
+
+def test_model_numbers_atoms_topologically():
+    g = small_graph(4, 30)
+    m = build_model(jp.Problem(g, 4))
+    for a in range(m.num_atoms):
+        assert m.pred[a] < (1 << a)  # every predecessor has a smaller number
+
+
+def test_rung_proves_and_registry():
+    """The `bbr` rung proves the DP's optimum from a worse partition; it is in the
+    registry, models CPU blocks, and the default ladder takes it past the DP's size."""
+    problem = jp.Problem(small_graph(5), 4)
+    dp = solve_ideals(problem, search=False)
+    cert = jp.certify(problem, methods=("simple", "bbr"), time_limit=60)
+    assert cert.optimal and same_cost(cert.upper_bound, dp.cost)
+    assert cert.lower_bound <= dp.cost * (1 + 1e-9)
+    assert "bbr" in BOUNDS and "bbr" in CPU_BLOCK_METHODS
+    r = BbrBound().run(problem, BoundContext(time_limit=60, upper_bound=dp.cost,
+                                             assignment=dp.assignment))
+    assert r.status == "Optimal" and r.assignment is None  # nothing beats it
+    wide = jp.Problem(jp.CompGraph(np.ones(20)), 2)  # 2^20 ideals: past the DP
+    assert "bbr" in choose_methods(wide)[0]
+
+
+def test_exact_answer_and_planner_option(monkeypatch):
+    """`bbr_exact` answers like the DP; the planner runs it for `exact="bbr"` where the
+    objective's own exact method does not fit (here: told it does not)."""
+    problem = jp.Problem(small_graph(6), 4)
+    opt = solve_ideals(problem, search=False).cost
+    ans = bbr_exact(problem, time_limit=60)
+    assert ans.proven and same_cost(ans.cost, opt) and ans.method == "bbr"
+    obj = problem.objective_impl
+    monkeypatch.setattr(type(obj), "exact_fits", lambda self, p: None)
+    res = jp.search(problem, time_limit=60, exact="bbr", progress=False)
+    assert res.info.get("proved_by") == "bbr" and same_cost(res.cost, opt)
+    assert res.info["exact"] == "option exact='bbr'"
+    with pytest.raises(JaxplaceError, match="unknown exact method"):
+        jp.search(problem, time_limit=5, exact="nope", progress=False)
