@@ -102,3 +102,17 @@ def stage_notes(problem: Problem, cost: PartitionCost) -> list[str]:
                    f"hold{'' if many else 's'} only ops without work (views) and "
                    f"{'are' if many else 'is'} not counted as stages")
     return out
+
+
+
+def throughput_report(problem: Problem, cost: PartitionCost, pieces=None) -> list[str]:
+    """The lines the CLI prints for a split on identical accelerators (its `cost`): the
+    stage table and its notes, or for a non-contiguous split (`pieces`, its
+    `VirtualPieces`) the table with each block's virtual pieces and the pipeline of
+    pieces."""
+    if pieces is None:
+        return [stage_table(problem, cost), *stage_notes(problem, cost)]
+    minimal = "fewest" if pieces.minimal else "not proven fewest"
+    return [stage_table(problem, cost, pieces),
+            f"virtual pieces {pieces.num_pieces} ({minimal}); pipeline: "
+            + " ".join(str(cost.stage_ids()[int(d)]) for d in pieces.device)]

@@ -186,6 +186,44 @@ def load_input(args, *, default_k: int | None = None):
     return problem, source
 
 
+def add_problem_args(p: argparse.ArgumentParser) -> None:
+    """`add_input_args` plus --cluster and --objective: the problem options that
+    `partition` and `certify` share (`problem_from_args`)."""
+    from jaxplace.objectives.registry import problem_objectives
+
+    add_input_args(p)
+    p.add_argument("--cluster", default=None, metavar="FILE_OR_EXAMPLE",
+                   help="cluster file (devices, memory, links) or a shipped example: "
+                   "moirai_inter, moirai_intra; k defaults to its device count")
+    p.add_argument("--objective", choices=problem_objectives(), default=None,
+                   help="throughput (default): pipeline stages, the bottleneck; latency: "
+                   "the makespan of one inference on --cluster")
+
+
+def problem_from_args(args):
+    """(Problem, source name) of `add_problem_args`: the input's problem with --cluster
+    and --objective applied; the objective the Problem resolves to checks (and
+    refuses, naming the option) what it does not model."""
+    cluster = None
+    if args.cluster:
+        from jaxplace.cluster import load_cluster
+
+        cluster = load_cluster(args.cluster)
+    base, source = load_input(args, default_k=1 if cluster is not None else None)
+    if cluster is None and args.objective is None:
+        return base, source
+    k = args.k if args.k is not None or cluster is not None else base.k
+    changes = {"k": k, "cluster": cluster}
+    if cluster is not None and "device" in base.graph.meta and args.capacity is None:
+        changes["capacity"] = None  # the import device's memory: the cluster's replace it
+    if args.objective is not None:
+        changes["objective"] = args.objective
+    try:
+        return base.replace(**changes), source
+    except JaxplaceError as exc:
+        raise (exc.with_source(args.cluster) if args.cluster else exc) from None
+
+
 # -- outputs --------------------------------------------------------------------------
 
 def add_output_arg(p: argparse.ArgumentParser, help: str) -> None:

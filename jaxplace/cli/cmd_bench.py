@@ -4,7 +4,6 @@ in `jaxplace.bench.BENCHES`, with `HELP`, `add_arguments(parser)` and `run(args)
 from __future__ import annotations
 
 import importlib
-import sys
 
 from jaxplace.errors import JaxplaceError
 
@@ -41,7 +40,4 @@ def run(args) -> int:
             code = runner.call(lambda: mod.run(args))
         except Stopped:
             code = None
-        if runner.interrupted:
-            print(f"jaxplace: bench {args.bench} interrupted", file=sys.stderr)
-            return 130
-    return int(code or 0)
+    return runner.exit_status() or int(code or 0)

@@ -1,16 +1,18 @@
-"""`jaxplace certify FILE -k K`: prove a lower bound with HiGHS and print the ladder."""
+"""`jaxplace certify FILE -k K`: prove a lower bound with HiGHS and print the ladder.
+
+It takes the problem options of `partition` (`args.add_problem_args`: -k, the cost
+options, --cluster, --objective); the bounds are those of the objective the problem
+resolves to."""
 
 from __future__ import annotations
 
-import math
-
 from jaxplace.cli.args import (
-    add_input_args,
     add_output_arg,
+    add_problem_args,
     add_quiet_arg,
     check_output,
-    load_input,
     positive_int,
+    problem_from_args,
     seconds,
 )
 from jaxplace.errors import JaxplaceError
@@ -26,7 +28,7 @@ def add_arguments(p) -> None:
                      "exact MIP, LP relaxations) and print each bound, its ratio to the "
                      "best partition known, the solver status and the time. Methods: "
                      + ", ".join(METHODS))
-    add_input_args(p)
+    add_problem_args(p)
     p.add_argument("--partition", metavar="RESULT.json", default=None,
                    help="a result JSON whose partition to certify (default: the best of "
                    "random priority vectors)")
@@ -34,7 +36,7 @@ def add_arguments(p) -> None:
                    help="comma-separated methods (default: picked per input: "
                    "simple,ideals when the graph has at most 60,000 ideals, else "
                    f"{','.join(DEFAULT_METHODS)}, with CPU blocks only the MIPs that "
-                   "model them)")
+                   "model them; other objectives: their own bounds)")
     p.add_argument("--time-limit", type=seconds, default=60.0,
                    help="seconds per method (default: %(default)s)")
     p.add_argument("--threads", type=positive_int, default=1,
@@ -67,34 +69,31 @@ def certify_and_print(problem, partition, *, methods, time_limit, threads, mip_r
     return cert
 
 
-def run(args) -> int:
-    import sys
+def default_bounds(problem, mips=None) -> tuple[tuple[str, ...], str]:
+    """(bounds, why) when none are named: on identical accelerators the ladder that
+    proves the input fastest (`bounds.registry.choose_methods`), else the objective's
+    default bounds."""
+    obj = problem.objective_impl
+    if not obj.supports("identical_devices"):
+        return tuple(obj.default_bounds), f"the default bounds of {obj.label}"
+    from jaxplace.bounds.registry import choose_methods
 
+    return choose_methods(problem) if mips is None else choose_methods(problem, mips)
+
+
+def run(args) -> int:
+    from jaxplace.bounds import DEFAULT_METHODS
     from jaxplace.cli.runner import Runner, Stopped
     from jaxplace.formats import save_result
     from jaxplace.formats.results import load_assignment
 
     check_output(args.output, inputs=[args.file, args.partition])
-    problem, source = load_input(args)
-    why, given = "--methods", args.methods
-    if given is None:
-        from jaxplace.bounds import DEFAULT_METHODS
-        from jaxplace.bounds.registry import choose_methods
-
-        chosen, why = choose_methods(problem, DEFAULT_METHODS[1:])
-        given = ",".join(chosen)
-    methods = [m.strip() for m in given.split(",") if m.strip()]
-    if not methods:
-        raise JaxplaceError("no methods given", field="--methods")
-    if not (args.time_limit > 0) or math.isnan(args.time_limit):
-        raise JaxplaceError(f"must be positive, got {args.time_limit}", field="--time-limit")
-    from jaxplace.bounds.registry import check_method
-
-    for m in methods:
-        check_method(m)
-    partition = None
-    if args.partition:
-        partition = load_assignment(args.partition, problem)
+    problem, source = problem_from_args(args)
+    if args.methods is None:
+        methods, why = default_bounds(problem, DEFAULT_METHODS[1:])
+    else:
+        methods, why = problem.objective_impl.check_bound_methods(args.methods), "--methods"
+    partition = load_assignment(args.partition, problem) if args.partition else None
     print(f"{source}: n={problem.n} k={problem.k} time limit {args.time_limit:g}s per "
           f"method, {args.threads} thread(s); methods {','.join(methods)} ({why})",
           flush=True)
@@ -107,9 +106,7 @@ def run(args) -> int:
         except Stopped:
             cert = None
         if runner.interrupted:
-            print("jaxplace: interrupted before the certificate was complete; nothing "
-                  "written", file=sys.stderr)
-            return 130
+            return runner.nothing_written("the certificate was complete")
     if args.output:
         if cert.partition is None:
             raise JaxplaceError("no feasible partition to write", field="--output")

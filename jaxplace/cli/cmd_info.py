@@ -56,7 +56,7 @@ def run(args) -> int:
         lines.append(f"units       {units.num_units} placement units (colocation classes and "
                      f"the cycles they close), {len(units.free_units())} free (no "
                      f"ordering edge)")
-    if not problem.hetero and problem.objective != "latency":  # what the policies serve
+    if problem.objective_impl.supports("identical_devices"):  # what the policies serve
         from jaxplace.policy import default_policy_name
 
         lines.append(f"policy      {default_policy_name(problem)} (the shipped one for "

@@ -1,27 +1,31 @@
-"""`jaxplace partition FILE -k K`: find a partition, print its stages, write JSON.
+"""`jaxplace partition FILE -k K`: one flow for every kind of problem.
 
-The search runs under `jaxplace.cli.runner.Runner`: Ctrl-C stops it, the best
-partition found so far is printed (and written with -o), and the exit status is 130.
+load -> Problem (`args.problem_from_args`: the graph, -k, the cost options, --cluster,
+--objective) -> the planner (`jaxplace.search` under the `Runner`: Ctrl-C keeps the
+incumbent, exit status 130) -> --certify -> the objective's report -> the result JSON
+(`jaxplace.save_result`). Identical accelerators, unequal devices and latency are the
+objectives a Problem resolves to; non-contiguous splits are the search method
+"noncontiguous"; a model config with --cluster is split exactly
+(`partition_cluster`); several inputs or k values are the batched run
+(`partition_many`).
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 import time
-from dataclasses import dataclass
 
 from jaxplace.cli.args import (
-    add_input_args,
     add_output_arg,
+    add_problem_args,
     add_quiet_arg,
     check_output,
-    load_input,
     positive_int,
+    problem_from_args,
     seconds,
     settled,
 )
-from jaxplace.cli.runner import ratio_line, search_limit
+from jaxplace.cli.runner import Runner, Stopped, search_limit
 from jaxplace.errors import JaxplaceError
 
 HELP = "partition a graph into pipeline stages"
@@ -39,7 +43,7 @@ def _methods(text: str) -> list[str]:
 
 
 def add_arguments(p) -> None:
-    add_input_args(p)
+    add_problem_args(p)
     p.add_argument("--method", default=None,
                    help="search method (default: the strongest); policy and policy+brkga "
                    "use the shipped learned policy")
@@ -64,96 +68,96 @@ def add_arguments(p) -> None:
                    help="lower-bound methods for --certify (comma-separated; default: "
                    "picked per input: simple,ideals when the graph has at most 60,000 "
                    "ideals, else simple,bottleneck,exact, or simple,exact with CPU "
-                   "blocks)")
+                   "blocks; other objectives: their own bounds)")
     p.add_argument("--certify-time", type=seconds, default=60.0,
                    help="seconds per lower-bound method for --certify")
     p.add_argument("--threads", type=positive_int, default=1, help="HiGHS threads")
-    p.add_argument("--cluster", default=None, metavar="FILE_OR_EXAMPLE",
-                   help="cluster file (devices, memory, links) or a shipped example: "
-                   "moirai_inter, moirai_intra")
-    p.add_argument("--objective", choices=("throughput", "latency"), default="throughput",
-                   help="throughput: pipeline stages (the bottleneck); latency: the "
-                   "makespan of one inference on --cluster")
     add_quiet_arg(p)
 
 
-@dataclass
-class Found:
-    """The partition to report, however the search ended."""
-
-    partition: object  # jaxplace Partition (order, cuts, assignment, cost)
-    method: str
-    evaluations: int
-    elapsed: float
-    stopped: str | None = None  # None, "stopped early", "interrupted", "time limit"
-    result: object = None  # the search Result when the search returned
-
-
-def _run_search(problem, args, runner) -> Found | None:
-    """The search's result, or the incumbent after Ctrl-C or the time limit (its
-    partition, else its priorities decoded by the NumPy reference); None when there
-    was none yet. One runner for every objective: `Runner.search`."""
+def _search_args(args, obj) -> tuple[argparse.Namespace, dict]:
+    """The arguments with --noncontiguous settled (its IP as the method, a default time
+    limit), and the method options (--policy)."""
     options = {}
     if args.policy is not None:
         if not (args.method or "").lower().startswith("policy"):
             raise JaxplaceError("--policy applies to --method policy or policy+brkga",
                                 field="--policy")
         options["policy"] = args.policy
+    if not args.noncontiguous:
+        return args, options
+    from jaxplace.exact.noncontiguous import DEFAULT_TIME_LIMIT
 
-    def incumbent(x, evaluations, latest):
-        part = getattr(latest, "partition", None)
-        if part is None:  # decode the incumbent's priorities (NumPy reference)
-            from jaxplace.reference import decode_reference
-
-            part = decode_reference(problem, x)
-        return part, evaluations
-
-    t0 = time.perf_counter()
-    found, stopped = runner.search(problem, args, incumbent, time_limit=search_limit(args),
-                                   options=options)
-    elapsed = time.perf_counter() - t0
-    if found is None:
-        return None
-    if isinstance(found, tuple):
-        part, evaluations = found
-        return Found(part, args.method or "default", evaluations, elapsed, stopped)
-    if stopped == "stopped early" and runner.interrupted:
-        stopped = "interrupted"
-    return Found(found.partition, found.method, found.evaluations, elapsed, stopped, found)
+    obj.require("noncontiguous", field="--noncontiguous")
+    if args.method not in (None, "noncontiguous"):
+        raise JaxplaceError(f"--noncontiguous runs its own IP; drop --method {args.method}",
+                            field="--method")
+    if args.certify:
+        raise JaxplaceError("--certify bounds contiguous splits; --noncontiguous prints the "
+                            "IP's own lower bound", field="--certify")
+    return settled(args, method="noncontiguous",
+                   time_limit=args.time_limit or DEFAULT_TIME_LIMIT), options
 
 
-def _certify(problem, assignment, args, runner, remaining: float | None):
-    """The Certificate of --certify, or None when interrupted before it finished.
-    `remaining`: seconds left of --time-limit (None: no limit), shared by the bounds."""
-    from jaxplace.bounds.registry import BOUNDS, choose_methods
-    from jaxplace.cli.cmd_certify import certify_and_print
-    from jaxplace.cli.runner import Stopped
+def settle_bound(problem, found, cert=None) -> tuple[float, str, str | None]:
+    """(lower bound, its label, proved_by): the best bound known for `found` (a
+    `Found`): the objective's closed form, a proof the search made (the planner's
+    exact method, the non-contiguous IP's bound) or the certificate's."""
+    info = found.info
+    lower = float(getattr(found.result, "lower_bound", None)
+                  or problem.objective_impl.lower_bound(problem))
+    label, proved_by = "simple", info.get("proved_by")
+    if proved_by and info.get("proof_lower_bound", 0.0) >= lower:
+        lower, label = float(info["proof_lower_bound"]), f"proof: {proved_by}"
+    elif "gap" in info and info.get("bound", 0.0) >= lower:  # the method's own IP
+        lower = float(info["bound"])
+        label = f"{found.method} IP: {info['status']}, gap {100 * info['gap']:.2f}%"
+    if cert is not None and cert.lower_bound >= lower:  # ties: the ladder asked for
+        lower, label = float(cert.lower_bound), f"certify: {cert.method}"
+        proved_by = cert.method if cert.optimal else proved_by
+    return lower, label, proved_by
 
-    methods, why = (args.bounds, "--bounds") if args.bounds else choose_methods(problem)
+
+def _certify(problem, found, args, runner, remaining: float | None):
+    """The Certificate of --certify, or None when interrupted before it finished:
+    the planner's proof when it made one, else the bounds (--bounds, or the ones the
+    objective picks for the input) sharing what is left of --time-limit."""
+    from jaxplace.cli.cmd_certify import certify_and_print, default_bounds
+
+    info = found.info
+    if info.get("proved_by") and not args.bounds \
+            and found.result.cost <= info.get("proof_lower_bound", 0.0) * (1 + 1e-9):
+        cert = _planner_certificate(problem, found.result.cost, info)
+        print(f"certify: proven optimal by the planner's {info['proved_by']} "
+              f"({info.get('exact_detail') or 'closed form'})", flush=True)
+        print(cert.summary(), flush=True)
+        return cert
+    methods, why = (args.bounds, "--bounds") if args.bounds else default_bounds(problem)
     per_method = args.certify_time
     if remaining is not None:
+        from jaxplace.bounds.registry import BOUNDS
+
         solves = sum(1 for m in methods if m not in BOUNDS or BOUNDS[m].kind != "closed-form")
         per_method = max(min(per_method, remaining / max(solves, 1)), 0.05)
     print(f"certify with {','.join(methods)} ({why})", flush=True)
     try:
         return runner.call(lambda: certify_and_print(
-            problem, assignment, methods=methods,
+            problem, getattr(found.result, "partition", found.result), methods=methods,
             time_limit=per_method,
             threads=args.threads, mip_rel_gap=1e-6, seed=args.seed, quiet=args.quiet))
     except Stopped:
         return None
 
 
-def _planner_certificate(problem, cost: float, info: dict, lower: float):
+def _planner_certificate(problem, cost: float, info: dict):
     """The Certificate of a plan the planner proved optimal (its exact method ran
-    inside the search): the simple bound and the proof, without solving again."""
+    inside the search): the closed-form bound and the proof, without solving again."""
     from jaxplace.bounds.base import MethodResult
     from jaxplace.bounds.certificate import OPTIMAL_RTOL, Certificate
-    from jaxplace.cost import lower_bound
 
-    method = info["proved_by"]
-    results = [MethodResult("simple", lower_bound(problem), "closed form", 0.0,
-                            kind="closed-form")]
+    method, lower = info["proved_by"], float(info["proof_lower_bound"])
+    results = [MethodResult("simple", problem.objective_impl.lower_bound(problem),
+                            "closed form", 0.0, kind="closed-form")]
     if method != "simple":
         results.append(MethodResult(method, lower, "Optimal", info.get("exact_s", 0.0),
                                     kind="dp"))
@@ -163,102 +167,66 @@ def _planner_certificate(problem, cost: float, info: dict, lower: float):
                                                          "from": "planner"})
 
 
+def _header(source: str, problem, found) -> str:
+    info = found.info
+    found_by, policy = info.get("found_by", found.method), info.get("policy")
+    cluster = problem.cluster
+    return (f"{source}: n={problem.n} k={problem.k} "
+            + (f"cluster={cluster.name} " if cluster is not None else "")
+            + f"method={found.method} "
+            + (f"found by {found_by} " if found_by != found.method else "")
+            + (f"policy={policy} " if policy else "")
+            + f"evaluations={found.evaluations} time={found.elapsed:.2f}s"
+            + (f" ({found.stopped})" if found.stopped else ""))
+
+
+def cost_line(obj, cost: float, lower: float, label: str) -> str:
+    """`bottleneck C   lower bound L (label)   ratio R` in the objective's words."""
+    ratio = f"{cost / lower:.4f}" if lower > 0 else "n/a (bound 0)"
+    return (f"{obj.cost_name} {obj.format_cost(cost)}   lower bound "
+            f"{obj.format_cost(lower)} ({label})   ratio {ratio}")
+
+
 def run(args) -> int:
-    from jaxplace.cli.runner import Runner
-    from jaxplace.cost import evaluate_partition, lower_bound
+    from jaxplace.cli.partition_cluster import is_config_file, run_config_on_cluster
     from jaxplace.formats import save_result
-    from jaxplace.report import stage_notes, stage_table
 
-    if args.noncontiguous and (args.objective == "latency" or args.cluster):
-        raise JaxplaceError("--noncontiguous splits identical accelerators (and CPU "
-                            "blocks) for throughput; it does not take --cluster or "
-                            "--objective latency", field="noncontiguous")
-    if args.objective == "latency":
-        from jaxplace.cli.partition_latency import run_latency
-
-        return run_latency(args)
-    if args.cluster:
-        from jaxplace.cli.partition_cluster import is_config_file, run_config_on_cluster
-        from jaxplace.cli.partition_latency import load_cluster_arg, throughput_cluster_k
-
-        if is_config_file(args.file):  # a decoder config: exact split on any cluster
-            return run_config_on_cluster(args, load_cluster_arg(args))
-        cluster = load_cluster_arg(args)
-        if not cluster.is_uniform:  # unequal devices: stages and device order searched
-            from jaxplace.cli.partition_hetero import run_hetero
-
-            return run_hetero(args, cluster)
-        args = settled(args, k=throughput_cluster_k(args))
-    if args.noncontiguous:
-        from jaxplace.cli.partition_noncontiguous import check_args, report
-
-        args = check_args(args)
     check_output(args.output, inputs=[args.file])
+    if args.cluster and is_config_file(args.file):  # a model config: the exact layer DP
+        return run_config_on_cluster(args)
     t_start = time.perf_counter()
-    problem, source = load_input(args)
+    problem, source = problem_from_args(args)
+    obj = problem.objective_impl
+    args, options = _search_args(args, obj)
     with Runner(quiet=args.quiet) as runner:
-        found = _run_search(problem, args, runner)
+        found = runner.search(problem, args, time_limit=search_limit(args), options=options)
         if found is None:
-            print("jaxplace: interrupted before a first solution was found; nothing "
-                  "written", file=sys.stderr)
-            return 130
-        best = found.partition  # a Partition (its order goes to the JSON) or blocks
-        if args.noncontiguous:
-            return report(problem, source, found, args, runner)
-        cost = evaluate_partition(problem, best.assignment)
-        info = getattr(found.result, "info", None) or {}
-        policy = info.get("policy")
-        found_by = info.get("found_by", found.method)
-        print(f"{source}: n={problem.n} k={problem.k} method={found.method} "
-              + (f"found by {found_by} " if found_by != found.method else "")
-              + (f"policy={policy} " if policy else "")
-              + f"evaluations={found.evaluations} time={found.elapsed:.2f}s"
-              + (f" ({found.stopped})" if found.stopped else ""), flush=True)
-        print(stage_table(problem, cost), flush=True)
-        for line in stage_notes(problem, cost):
-            print(line)
-        lower, label = lower_bound(problem), "simple"
-        proved_by = info.get("proved_by")
-        if proved_by and info.get("proof_lower_bound", 0.0) >= lower:
-            lower, label = info["proof_lower_bound"], f"proof: {proved_by}"
-        timings, cert = {"search_s": found.elapsed}, None
-        if args.certify and not runner.interrupted and proved_by and not args.bounds \
-                and cost.bottleneck <= lower * (1 + 1e-9):
-            cert = _planner_certificate(problem, cost.bottleneck, info, lower)
-            print(f"certify: proven optimal by the planner's {proved_by} "
-                  f"({info.get('exact_detail') or 'closed form'})", flush=True)
-            print(cert.summary(), flush=True)
-        elif args.certify and not runner.interrupted:
+            return runner.nothing_written("a first solution was found")
+        print(_header(source, problem, found), flush=True)
+        best, cost, found_by = found.result, float(found.result.cost), \
+            found.info.get("found_by", found.method)
+        cert, timings = None, {"search_s": found.elapsed}
+        if args.certify and not runner.interrupted:
             tc = time.perf_counter()
-            remaining = (None if args.time_limit is None
-                         else args.time_limit - (tc - t_start))
-            cert = _certify(problem, best.assignment, args, runner, remaining)
+            left = None if args.time_limit is None else args.time_limit - (tc - t_start)
+            cert = _certify(problem, found, args, runner, left)
             timings["certify_s"] = time.perf_counter() - tc
-        if cert is not None:
-            if cert.lower_bound >= lower:  # ties: the ladder the user asked for
-                lower, label = cert.lower_bound, f"certify: {cert.method}"
-                proved_by = cert.method if cert.optimal else proved_by
-            if cert.partition is not None and cert.upper_bound < cost.bottleneck:
-                best = cert.partition  # a bound method found a better partition
-                cost = evaluate_partition(problem, best)
-                found_by = cert.partition_source
+            if cert is not None and cert.partition is not None and cert.upper_bound < cost:
+                best, cost, found_by = cert.partition, cert.upper_bound, cert.partition_source
                 print(f"the certificate's {found_by} improved the partition:")
-                print(stage_table(problem, cost))
-                for line in stage_notes(problem, cost):
-                    print(line)
-        print(ratio_line(cost.bottleneck, lower, label))
+        for line in obj.report(problem, best, cert):
+            print(line, flush=True)
+        lower, label, proved_by = settle_bound(problem, found, cert)
+        print(cost_line(obj, cost, lower, label))
         if args.output:
+            info = found.info
+            extra = {"evaluations": found.evaluations, "found_by": found_by,
+                     **({"proved_by": proved_by} if proved_by and cost <= lower * (1 + 1e-6)
+                        else {}),
+                     **({"policy": info["policy"]} if info.get("policy") else {}),
+                     **({"stopped": found.stopped} if found.stopped else {})}
             save_result(args.output, problem, best, method=found.method, seed=args.seed,
-                        lower_bound=lower, source=source, timings=timings,
-                        extra={"evaluations": found.evaluations, "found_by": found_by,
-                               **({"proved_by": proved_by}
-                                  if proved_by and cost.bottleneck <= lower * (1 + 1e-6)
-                                  else {}),
-                               **({"policy": policy} if policy else {}),
-                               **({"stopped": found.stopped} if found.stopped else {})},
-                        certificate=cert)
+                        lower_bound=lower, source=source, timings=timings, extra=extra,
+                        certificate=cert, schedule=getattr(best, "schedule", None))
             print(f"wrote {args.output}")
-        if runner.interrupted:
-            print("jaxplace: interrupted", file=sys.stderr)
-            return 130
-    return 0
+        return runner.exit_status()

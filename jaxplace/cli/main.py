@@ -17,6 +17,7 @@ import argparse
 import importlib
 import sys
 
+from jaxplace.cli.runner import EXIT_INTERRUPTED, worker_alive
 from jaxplace.errors import JaxplaceError
 
 COMMANDS = {
@@ -34,7 +35,6 @@ COMMANDS = {
 }
 
 EXIT_BAD_INPUT = 2
-EXIT_INTERRUPTED = 130
 
 
 class _Parser(argparse.ArgumentParser):
@@ -117,8 +117,6 @@ def _leave_now(code: int) -> None:
     """Exit at once, without waiting for a worker thread stuck in a C call (XLA's
     compiler, HiGHS): interpreter shutdown would wait for it or crash in it."""
     import os
-
-    from jaxplace.cli.runner import worker_alive
 
     if worker_alive():
         for stream in (sys.stdout, sys.stderr):

@@ -1,17 +1,20 @@
-"""`jaxplace partition config.json --cluster FILE`: pipeline stages of a Hugging
-Face-style decoder config on an unequal cluster (throughput objective).
+"""`jaxplace partition config.json --cluster FILE`: the planner of a Hugging Face-style
+decoder config on a cluster, a mode of `cmd_partition`'s flow.
 
-The layer chain of the config is split exactly over the cluster's devices and their
-order (`jaxplace.llm.cluster_split`): per-device speeds, memory and directed links.
-Prints one row per stage (device, layers, time, memory against the device's share)
-and writes a result JSON that `jaxplace export` reads (`assignment`, `node_ids`), with
-`stage_devices` naming the device of each stage: launch the framework with its
-pipeline ranks in that order.
+The layer chain is split exactly over the cluster's devices and their order
+(`jaxplace.llm.cluster_split`: per-device roofline speeds, memory and directed links),
+a cost model of its own (no `Problem` objective models it), so the result JSON is
+written here: one row per stage (device, layers, time, memory against the device's
+share), `assignment` and `node_ids` for `jaxplace export`, `stage_devices` naming the
+device of each stage (launch the framework with its pipeline ranks in that order), and
+the DP's `Certificate` (its value is a proven bound: the DP is exhaustive).
 """
 
 from __future__ import annotations
 
 import sys
+
+import numpy as np
 
 from jaxplace.errors import JaxplaceError
 
@@ -29,18 +32,26 @@ def is_config_file(path: str | None) -> bool:
         return False
 
 
-def run_config_on_cluster(args, cluster) -> int:
-    """Split the config of args.file over `cluster`; see the module docstring."""
-    import numpy as np
+def _certificate(plan):
+    from jaxplace.bounds.base import MethodResult
+    from jaxplace.bounds.certificate import Certificate
 
-    from jaxplace.cli.args import check_output
-    from jaxplace.formats import read_json
+    dp = MethodResult("cluster-dp", float(plan.bottleneck), "Optimal", 0.0, kind="dp")
+    return Certificate(lower_bound=float(plan.bottleneck), upper_bound=float(plan.bottleneck),
+                       partition=np.asarray(plan.assignment), partition_source="cluster-dp",
+                       method="cluster-dp", results=[dp],
+                       settings={"orders": plan.orders_tried, "time_unit": "us"})
+
+
+def run_config_on_cluster(args) -> int:
+    """Split the config of args.file over --cluster; see the module docstring."""
+    from jaxplace.cluster import load_cluster
+    from jaxplace.formats import read_json, write_json
     from jaxplace.formats.results import FORMAT
-    from jaxplace.jsonio import write_json
     from jaxplace.llm import cluster_split, layer_graph
     from jaxplace.llm.workload import workload_options
 
-    check_output(args.output, inputs=[args.file])
+    cluster = load_cluster(args.cluster)
     data = read_json(args.file)
     options = workload_options(data.get("jaxplace"), args.file)
     options.pop("device", None)  # the cluster names the devices
@@ -49,40 +60,34 @@ def run_config_on_cluster(args, cluster) -> int:
                         **options)
     fraction = graph.meta["workload"]["memory_fraction"]
     names = [cluster.names[d] for d in plan.devices]
-    rows = []
-    for s, d in enumerate(plan.devices):
-        nodes = [graph.node_ids[v] for v in np.flatnonzero(plan.assignment == s)]
-        rows.append({"stage": s, "device": cluster.names[d],
-                     "profile": cluster.profiles[d].name, "nodes": nodes,
-                     "time_us": float(plan.stage_times[s]),
-                     "memory_bytes": float(plan.stage_memory[s]),
-                     "memory_limit_bytes": float(cluster.memory[d] * fraction)})
+    rows = [{"stage": s, "device": cluster.names[d], "profile": cluster.profiles[d].name,
+             "nodes": [graph.node_ids[v] for v in np.flatnonzero(plan.assignment == s)],
+             "time_us": float(plan.stage_times[s]),
+             "memory_bytes": float(plan.stage_memory[s]),
+             "memory_limit_bytes": float(cluster.memory[d] * fraction)}
+            for s, d in enumerate(plan.devices)]
     if not args.quiet:
         print(f"{graph.meta['model']} on {cluster.name}: {len(rows)} stages, "
               f"{graph.meta['workload']['mode']}, exact over {plan.orders_tried} device "
-              "orders", file=sys.stderr)
-        print(f"{'stage':>5}  {'device':<12} {'profile':<10} {'modules':>7}  "
+              f"orders\n{'stage':>5}  {'device':<12} {'profile':<10} {'modules':>7}  "
               f"{'time ms':>9}  {'memory GB':>9} / limit", file=sys.stderr)
         for r in rows:
             print(f"{r['stage']:>5}  {r['device']:<12} {r['profile']:<10} "
                   f"{len(r['nodes']):>7}  {r['time_us'] / 1e3:>9.3f}  "
                   f"{r['memory_bytes'] / 1e9:>9.2f} / {r['memory_limit_bytes'] / 1e9:.2f}",
                   file=sys.stderr)
-    print(f"bottleneck {plan.bottleneck / 1e3:.6g} ms per micro-batch (optimal: exact DP "
-          f"over splits and device orders); stage devices: {', '.join(names)}")
+    cert = _certificate(plan)
+    print(f"bottleneck {plan.bottleneck / 1e3:.6g} ms per micro-batch ("
+          + ("optimal: " if cert.optimal else "") + "exact DP over splits and device "
+          f"orders); stage devices: {', '.join(names)}")
     if args.output:
         write_json(args.output, {
             "format": FORMAT, "source": args.file, "objective": "throughput",
             "num_nodes": graph.num_nodes, "k": len(rows), "cpus": 0,
-            "node_ids": list(graph.node_ids),
-            "assignment": [int(a) for a in plan.assignment],
+            "node_ids": list(graph.node_ids), "assignment": [int(a) for a in plan.assignment],
             "method": "cluster-dp", "bottleneck": plan.bottleneck, "time_unit": "us",
-            "lower_bound": plan.bottleneck, "ratio": 1.0,
-            "cluster": cluster.to_dict(), "stage_devices": names, "stages": rows,
-            "certificate": {"optimal": True, "lower_bound": plan.bottleneck,
-                            "method": "exact DP over contiguous splits of the layer "
-                                      "chain and all device-kind orders",
-                            "orders": plan.orders_tried}})
+            "lower_bound": cert.lower_bound, "ratio": cert.ratio, "cluster": cluster.to_dict(),
+            "stage_devices": names, "stages": rows, "certificate": cert.to_dict()})
         if not args.quiet:
             print(f"wrote {args.output}", file=sys.stderr)
     return 0

@@ -16,9 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import signal
-import sys
-import threading
 import time
 from pathlib import Path
 
@@ -129,11 +126,12 @@ def output_name(file: Path, k: int, taken: set) -> str:
 
 def run_many(args) -> int:
     """The command (see the module doc); 130 after Ctrl-C, else 0."""
+    from jaxplace import search_many
+    from jaxplace.cli.cmd_partition import settle_bound
+    from jaxplace.cli.runner import Found, Runner
     from jaxplace.formats import save_result
-    from jaxplace.search.many import search_many
 
-    files = graph_files(args.inputs)
-    jobs = load_jobs(files, args.ks)
+    jobs = load_jobs(graph_files(args.inputs), args.ks)
     out_dir = Path(args.output_dir)
     if out_dir.exists() and not out_dir.is_dir():
         raise JaxplaceError(f"{out_dir} exists and is not a folder", field="--output-dir")
@@ -141,22 +139,20 @@ def run_many(args) -> int:
     summary = Path(args.summary) if args.summary else out_dir / SUMMARY
     taken: set = set()
     names = [output_name(f, p.k, taken) for f, p in jobs]
-    cancel = threading.Event()
     t0 = time.perf_counter()
-    with open(summary, "w") as log, _first_ctrl_c_cancels(cancel):
+    # the run stays in this thread: the Runner's first Ctrl-C only sets `cancel`, so
+    # every problem writes its best so far; a second one interrupts at once
+    with open(summary, "w") as log, Runner(quiet=True) as runner:
         def write(i: int, r) -> None:
             f, p = jobs[i]
             path = out_dir / names[i]
-            # a problem the exact step proved: its proof is the bound, as in `partition`
-            lower, proved_by = r.lower_bound, r.info.get("proved_by")
-            if proved_by and r.info.get("proof_lower_bound", 0.0) >= lower:
-                lower = r.info["proof_lower_bound"]
+            lower, _, proved_by = settle_bound(p, Found(r, "many", r.evaluations,
+                                                        r.wall_time, info=r.info))
             extra = {"found_by": r.info.get("found_by", "many")}
             if proved_by and r.cost <= lower * (1 + 1e-6):
                 extra["proved_by"] = proved_by
-            save_result(path, p, r.partition, method="many", seed=args.seed + i,
-                        lower_bound=lower, source_file=str(f),
-                        timings={"search_s": r.wall_time}, extra=extra)
+            save_result(path, p, r, method="many", seed=args.seed + i, lower_bound=lower,
+                        source_file=str(f), timings={"search_s": r.wall_time}, extra=extra)
             rec = dict(file=str(f), k=p.k, cost=r.cost, lower_bound=lower,
                        ratio=r.cost / lower if lower > 0 else None, **extra,
                        evaluations=r.evaluations, seconds=round(r.wall_time, 3),
@@ -171,42 +167,15 @@ def run_many(args) -> int:
 
         search_many([p for _, p in jobs], budget=args.budget, time_limit=args.time_limit,
                     seed=args.seed, max_programs=args.max_programs, on_result=write,
-                    cancel=cancel, executor="ray" if args.ray else "local",
+                    cancel=runner.cancel, executor="ray" if args.ray else "local",
                     ray_address=None if args.ray in (None, "local") else args.ray,
                     num_cpus=args.ray_cpus, workers=args.workers)
     print(f"{len(jobs)} problems in {time.perf_counter() - t0:.1f} s; summary: {summary}",
           flush=True)
-    if cancel.is_set():
-        print("jaxplace: interrupted; finished results kept, unfinished ones wrote their "
-              "best so far", file=sys.stderr)
-        return 130
-    return 0
+    return runner.exit_status()
 
 
 run = run_many
-
-
-class _first_ctrl_c_cancels:
-    """The first Ctrl-C sets `cancel` (the run stops after the chunk in flight and
-    writes everything); a second one interrupts at once."""
-
-    def __init__(self, cancel: threading.Event):
-        self.cancel, self.old = cancel, None
-
-    def __enter__(self):
-        if threading.current_thread() is threading.main_thread():
-            def handler(signum, frame):
-                if self.cancel.is_set():
-                    raise KeyboardInterrupt
-                self.cancel.set()
-
-            self.old = signal.signal(signal.SIGINT, handler)
-        return self
-
-    def __exit__(self, *exc):
-        if self.old is not None:
-            signal.signal(signal.SIGINT, self.old)
-        return False
 
 
 __all__ = ["add_many_arguments", "graph_files", "load_jobs", "run_many"]

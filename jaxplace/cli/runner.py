@@ -23,12 +23,16 @@ Ctrl-C outside a Runner block raises KeyboardInterrupt as usual (exit 130).
 from __future__ import annotations
 
 import signal
+import sys
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 WORKER_NAME = "jaxplace-worker"
+#: The exit status after Ctrl-C.
+EXIT_INTERRUPTED = 130
 #: Seconds a search may run past its time limit before the runner takes its incumbent.
 DEADLINE_GRACE = 0.5
 
@@ -50,10 +54,24 @@ def search_limit(args) -> float | None:
     return args.time_limit * (SEARCH_SHARE_WITH_CERTIFY if args.certify else 1.0)
 
 
-def ratio_line(cost: float, bound: float, label: str) -> str:
-    """`bottleneck C   lower bound L (label)   ratio R`, plainly formatted."""
-    ratio = f"{cost / bound:.4f}" if bound > 0 else "n/a (bound 0)"
-    return f"bottleneck {cost:.6g}   lower bound {bound:.6g} ({label})   ratio {ratio}"
+@dataclass
+class Found:
+    """What a search run under the Runner found, however it ended.
+
+    Attributes:
+        result: the search `Result`, or after Ctrl-C or the time limit the incumbent's
+            `Partition` (decoded by the objective's float64 reference).
+        method, evaluations, elapsed: the search method, its evaluations, seconds.
+        stopped: None, "stopped early", "interrupted" or "time limit".
+        info: the Result's `info` (empty for an incumbent).
+    """
+
+    result: Any
+    method: str
+    evaluations: int
+    elapsed: float
+    stopped: str | None = None
+    info: dict = field(default_factory=dict)
 
 
 class Stopped(Exception):  # noqa: N818 (a control-flow signal, not an error)
@@ -148,34 +166,50 @@ class Runner:
             raise box["error"]
         return box.get("value")
 
-    def search(self, problem, args, incumbent: Callable[[Any, int, Any], Any], *,
-               time_limit: float | None = None, options: dict | None = None):
-        """(found, stopped) of `jaxplace.search(problem, args.method, ...)` with the
-        command's budget, seed and time limit, run under this runner. found: the
-        Result, else `incumbent(best_x, evaluations, report)` of the last progress
-        report after
-        Ctrl-C or the time limit, else None; stopped: why the search ended early
-        ("interrupted", "time limit", "stopped early") or None. `time_limit`: the
-        search's share of the command's --time-limit (default: all of it); `options`:
-        method keywords for `jaxplace.search`."""
+    def search(self, problem, args, *, time_limit: float | None = None,
+               options: dict | None = None) -> Found | None:
+        """`jaxplace.search(problem, args.method, ...)` with the command's budget, seed
+        and time limit, run under this runner; None when Ctrl-C came before a first
+        solution. `time_limit`: the search's share of --time-limit (default: all of
+        it); `options`: method keywords."""
         from jaxplace.search import StopRule, search
-        from jaxplace.search.request import problem_lower_bound
 
+        obj = problem.objective_impl
         limit = args.time_limit if time_limit is None else time_limit
         kw = {"budget": args.budget, "seed": args.seed, "progress": False,
               "stop": StopRule(time_limit=limit, cancel=self.cancel),
               "observer": self.observe, **(options or {})}
+        t0 = time.perf_counter()
         try:
             res = self.call(lambda: search(problem, args.method, **kw), desc="search",
-                            deadline=limit,
-                            lower_bound=problem_lower_bound(problem))
+                            deadline=limit, lower_bound=obj.lower_bound(problem))
         except Stopped as stop:
             x = getattr(stop.latest, "best_x", None)
-            why = "interrupted" if stop.interrupted else "time limit"
             if x is None:
-                return None, why
-            return incumbent(x, int(getattr(stop.latest, "evaluations", 0)), stop.latest), why
-        return res, ("stopped early" if res.interrupted else None)
+                return None
+            part = getattr(stop.latest, "partition", None)
+            if part is None:
+                part = obj.decode(problem, x, precision="reference")
+            return Found(part, args.method or "default", int(stop.latest.evaluations),
+                         time.perf_counter() - t0,
+                         "interrupted" if stop.interrupted else "time limit")
+        stopped = None
+        if res.interrupted:
+            stopped = "interrupted" if self.interrupted else "stopped early"
+        return Found(res, res.method, res.evaluations, time.perf_counter() - t0, stopped,
+                     dict(res.info))
+
+    def nothing_written(self, before: str) -> int:
+        """The exit status after Ctrl-C came `before` anything could be written."""
+        print(f"jaxplace: interrupted before {before}; nothing written", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+    def exit_status(self) -> int:
+        """0, or after Ctrl-C (the command wrote what it had) EXIT_INTERRUPTED."""
+        if not self.interrupted:
+            return 0
+        print("jaxplace: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
 
     def _overdue(self, now: float, deadline_at: float | None) -> bool:
         if self._signal_at is not None:
@@ -196,8 +230,6 @@ class _Bar:
         self.last = None
 
     def __enter__(self) -> _Bar:
-        import sys
-
         if not self.quiet and self.desc and sys.stderr.isatty():
             from jaxplace.progress import bar
 

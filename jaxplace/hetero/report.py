@@ -44,4 +44,20 @@ def result_dict(problem, part, sc, *, method: str, lower_bound: float, source: s
             "order": [int(v) for v in part.order], **extra}
 
 
-__all__ = ["FORMAT", "result_dict", "stage_rows", "stage_table"]
+def report_lines(problem, part, sc) -> list[str]:
+    """The stage table of `part` (its costs `sc`) and, for comparison, the DFS order
+    on the devices fastest first."""
+    import numpy as np
+
+    from jaxplace.hetero.reference import decode
+    from jaxplace.hetero.search import speed_keys
+    from jaxplace.search.baselines import dfs_order, order_to_priorities
+
+    inst = problem.pipeline_instance
+    x = np.concatenate([order_to_priorities(dfs_order(problem.graph)), speed_keys(inst)])
+    dfs = decode(inst, x, problem.k).cost
+    return [stage_table(inst, sc),
+            f"DFS fastest-first {dfs * 1e3:.6g} ms ({dfs / sc.bottleneck:.3f}x)"]
+
+
+__all__ = ["FORMAT", "report_lines", "result_dict", "stage_rows", "stage_table"]

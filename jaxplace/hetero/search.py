@@ -51,18 +51,26 @@ def order_keys(devices) -> np.ndarray:
     return keys
 
 
-def split_row(req, x) -> np.ndarray:
-    """(n + d,) float32 node priorities and device keys from a search row (width
-    N + D), an (n + d,) row, or (n,) node priorities (devices fastest first)."""
-    inst = req.problem.pipeline_instance
+def search_row(problem, x, spec=None) -> np.ndarray:
+    """(n + d,) float32 node priorities and device keys from a search row (width N + D
+    of `spec`, by default `make_spec`'s), an (n + d,) row, or (n,) node priorities
+    (devices fastest first)."""
+    from jaxplace.hetero.decoder import make_spec
+
+    inst = problem.pipeline_instance
     n, d = inst.n, inst.num_devices
     x = np.asarray(x, np.float32).reshape(-1)
-    spec = req.spec
-    if len(x) == spec.width:
-        return np.concatenate([x[:n], x[spec.N:spec.N + d]])
     if len(x) == n + d:
         return x
+    spec = make_spec(inst, problem.k) if spec is None and len(x) > n + d else spec
+    if spec is not None and len(x) == spec.width:
+        return np.concatenate([x[:n], x[spec.N:spec.N + d]])
     return np.concatenate([x[:n], speed_keys(inst)])
+
+
+def split_row(req, x) -> np.ndarray:
+    """`search_row` of a search request's row."""
+    return search_row(req.problem, x, req.spec)
 
 
 def hetero_result(req, method: str, x, evaluations: int, history, interrupted: bool,
@@ -152,4 +160,4 @@ def hetero_default(req):
 
 
 __all__ = ["hetero_default", "hetero_first", "hetero_result", "hetero_seeds",
-           "order_keys", "polish", "speed_keys", "split_row"]
+           "order_keys", "polish", "search_row", "speed_keys", "split_row"]

@@ -1,15 +1,17 @@
-"""The latency objective's result JSON (`FORMAT`): per op its device, start and finish,
-per transfer its tensor, devices and times, the makespan and the bounds."""
+"""The latency objective's results: the JSON (`FORMAT`: per op its device, start and
+finish, per transfer its tensor, devices and times, the makespan and the bounds) and
+the lines the CLI prints (`report_lines`)."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from jaxplace.importers.provenance import original_groups, source_model
+from jaxplace.latency.baselines import eft_greedy
 from jaxplace.latency.instance import Schedule
 from jaxplace.latency.reference import critical_path
 from jaxplace.latency.reference import lower_bound as closed_form_bound
-from jaxplace.latency.summary import device_summary
+from jaxplace.latency.summary import device_summary, device_table
 
 FORMAT = "jaxplace-latency-result/1"
 
@@ -73,4 +75,21 @@ def latency_result_dict(problem, found, *, method: str | None = None,
     return out
 
 
-__all__ = ["FORMAT", "latency_result_dict", "schedule_of"]
+def report_lines(problem, found, certificate=None) -> list[str]:
+    """The device table of the schedule (`found`: see `schedule_of`), the critical
+    path (every op on its fastest device, free transfers) and the EFT greedy baseline
+    for comparison, and the certificate's bound in milliseconds when there is one."""
+    inst, sched = problem.latency, schedule_of(problem, found)
+    eft, mk = eft_greedy(inst).makespan, sched.makespan
+    lines = [device_table(inst, sched),
+             f"critical path {critical_path(inst) * 1e3:.6g} ms   EFT greedy "
+             f"{eft * 1e3:.6g} ms ({eft / mk:.3f}x)"]
+    if certificate is not None:
+        lb = certificate.lower_bound
+        lines.append(f"certificate: lower bound {lb * 1e3:.6g} ms ({certificate.method})   "
+                     f"makespan {mk * 1e3:.6g} ms   ratio "
+                     + (f"{mk / lb:.4f}" if lb > 0 else "n/a"))
+    return lines
+
+
+__all__ = ["FORMAT", "latency_result_dict", "report_lines", "schedule_of"]
