@@ -152,3 +152,17 @@ def test_run_past_its_deadline_is_stopped():
     plan = plan_pipeline(m, (x[:2],), k=2)
     with pytest.raises(jp.JaxplaceError, match="did not finish within"):
         run_pipeline(plan, m, (x,), n_microbatches=2, timeout=0.5)
+
+
+def test_a_module_already_split_by_pipeline_is_cleaned_for_the_stages():
+    import pickle
+
+    from jaxplace.torch.run import without_split_wrappers
+
+    m, x = _gpt()
+    plan = plan_pipeline(m, (x[:2],), k=3)
+    pipeline(m, mb_args=(x[:2],), split_spec=plan.split_spec)  # wraps m's modules in place
+    with pytest.raises(AttributeError, match="_split_before_forward"):
+        pickle.loads(pickle.dumps(m))  # what a spawned stage process would do
+    clean = pickle.loads(pickle.dumps(without_split_wrappers(m)))
+    assert pipeline(clean, mb_args=(x[:2],), split_spec=plan.split_spec).num_stages == 3

@@ -59,6 +59,20 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def without_split_wrappers(module):
+    """A copy of `module` with the forward wrappers that `pipeline(..., split_spec=)`
+    leaves on split modules removed: torch wraps them in place, a wrapped module cannot
+    be pickled to the stage processes, and a second `pipeline` call would wrap twice."""
+    import copy
+
+    clean = copy.deepcopy(module)
+    for m in clean.modules():
+        if "_orig_forward" in m.__dict__:
+            m.__dict__.pop("forward", None)
+            del m.__dict__["_orig_forward"]
+    return clean
+
+
 def _microbatch(args: Sequence, n: int) -> tuple:
     return tuple(a.chunk(n)[0] if hasattr(a, "chunk") else a for a in args)
 
@@ -120,7 +134,8 @@ def run_pipeline(plan: PipelinePlan, module, args: Sequence, *, n_microbatches: 
                             "microbatches", field="n_microbatches")
     with tempfile.TemporaryDirectory(prefix="jaxplace-pipe-") as outdir:
         ctx = mp.start_processes(
-            _worker, args=(world, free_port(), module, dict(plan.split_spec), args,
+            _worker, args=(world, free_port(), without_split_wrappers(module),
+                           dict(plan.split_spec), args,
                            n_microbatches, repeats, outdir, timeout),
             nprocs=world, join=False, start_method="spawn")
         deadline = time.monotonic() + timeout
