@@ -32,7 +32,9 @@ LAYERS = (
     "graph", "units", "orders", "partition", "importers", "cluster",
     "latency.instance", "latency.times",  # the latency model: a Problem builds it
     "objectives",  # the Objective contract, registry and dispatch (api)
-    "problem", "cost", "reference", "decoder", "generators",
+    "problem", "cost",
+    "report",  # the stage table of a partition cost: the throughput objective reports it
+    "reference", "decoder", "generators",
     "bounds", "objectives.ladder",
     "policy",  # the GNN priority policy: the search methods and the default use it
     "search",
@@ -42,7 +44,9 @@ LAYERS = (
     "objectives.throughput",  # the throughput objective: uses search, bounds, exact, formats
     "spatial", "export",
     "pipeline", "torch",  # runnable pipelines: chain plans, JAX stages, torch.distributed
-    "report", "analysis", "bench", "cli", "__main__",
+    "analysis",
+    "testing",  # the conformance check: runs every entry point of an objective
+    "bench", "cli", "__main__",
 )
 
 #: (importer layer, imported later layer) pairs that exist today; only ever remove.

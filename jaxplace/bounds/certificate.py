@@ -11,6 +11,7 @@ given one, a sampled one, or the exact MIP's incumbent when better, checked with
 
 from __future__ import annotations
 
+import numbers
 import math
 import time
 from collections.abc import Mapping
@@ -156,8 +157,9 @@ def sample_partition(problem: Problem, samples: int = 64, seed: int = 0,
 
 
 def _check_settings(time_limit, threads) -> None:
-    if not (time_limit > 0):
-        raise JaxplaceError(f"must be positive, got {time_limit!r}", field="time_limit")
+    if not (isinstance(time_limit, numbers.Real) and 0 < time_limit < math.inf):
+        raise JaxplaceError(f"must be positive and finite, got {time_limit!r}",
+                            field="time_limit")
     if int(threads) < 1:
         raise JaxplaceError(f"must be at least 1, got {threads!r}", field="threads")
 
@@ -244,6 +246,10 @@ def certify(problem: Problem, partition=None, methods=None, *,
     if registry is not None:
         obj.require("bound_registry", field="registry")
         settings["registry"] = registry
+        if methods is not None and not ladder(methods, registry):
+            raise JaxplaceError("no bound named", field="methods")
+    elif methods is not None:  # checked here once: none named proves nothing
+        methods = obj.check_bound_methods(methods)
     return obj.certify(problem, partition, methods, **settings)
 
 

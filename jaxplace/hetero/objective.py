@@ -7,14 +7,16 @@ from __future__ import annotations
 import numpy as np
 
 from jaxplace.objectives.base import Objective, as_partition
+from jaxplace.objectives.ladder import ClosedFormCertify
 
 _SEARCH = ("default", "random", "brkga", "dfs")
 
 
-class UnequalDevices(Objective):
+class UnequalDevices(ClosedFormCertify, Objective):
     name = "throughput-unequal"
     problem_objective = "throughput"
     label = "throughput on unequal devices"
+    cost_name = "bottleneck"
     bound_methods = ("simple",)
     default_bounds = ("simple",)
     #: costs come from the cluster: no CPU blocks, colocation, overflow budget,
@@ -70,11 +72,19 @@ class UnequalDevices(Objective):
                         dtype=jnp.float64 if precision == "float64" else jnp.float32)
 
     def decode(self, problem, x, **settings):
+        """The float64 reference decode of rows of any search width (`search_row`)."""
         from jaxplace.hetero.reference import decode
+        from jaxplace.hetero.search import search_row
 
         X = np.asarray(x)
-        parts = [decode(problem.pipeline_instance, r, problem.k) for r in np.atleast_2d(X)]
+        parts = [decode(problem.pipeline_instance, search_row(problem, r), problem.k)
+                 for r in np.atleast_2d(X)]
         return parts[0] if X.ndim == 1 else parts
+
+    def brute_force(self, problem) -> float:
+        from jaxplace.hetero.brute import optimum
+
+        return float(optimum(problem.pipeline_instance, problem.k))
 
     def lower_bound(self, problem) -> float:
         from jaxplace.hetero.bound import lower_bound
@@ -104,11 +114,14 @@ class UnequalDevices(Objective):
         x = order_to_priorities(dfs_order(problem.graph))
         return decode(problem.pipeline_instance, x, problem.k)
 
+    def format_cost(self, value: float) -> str:
+        return f"{value * 1e3:.6g} ms"
+
     def report(self, problem, result, certificate=None) -> list[str]:
-        from jaxplace.hetero.report import stage_table
+        from jaxplace.hetero.report import report_lines
 
         part = as_partition(result)
-        return [stage_table(problem.pipeline_instance, self.evaluate_partition(problem, part))]
+        return report_lines(problem, part, self.evaluate_partition(problem, part))
 
     # -- search --------------------------------------------------------------------
     def row_width(self, problem):

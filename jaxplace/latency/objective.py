@@ -46,6 +46,7 @@ class Latency(Objective):
     name = "latency"
     problem_objective = "latency"
     label = "latency (makespan of one inference)"
+    cost_name = "makespan"
     bound_methods = ("simple", "milp-lp", "milp")
     default_bounds = ("simple", "milp")
     #: the cluster gives every cost; a training graph's ops are scheduled as a DAG.
@@ -102,6 +103,9 @@ class Latency(Objective):
     def evaluate(self, problem, X, *, precision: str = "float32", **settings) -> np.ndarray:
         """(P,) makespans of the list schedules of the rows (the batched JAX list
         scheduler; `precision="reference"`: the float64 NumPy oracle)."""
+        X = priority_rows(problem, X)
+        if not len(X):
+            return np.zeros(0)
         if precision == "reference":
             from jaxplace.latency.reference import makespans
 
@@ -110,7 +114,6 @@ class Latency(Objective):
 
         from jaxplace.latency.decoder import evaluate
 
-        X = np.atleast_2d(np.asarray(X))
         return np.asarray(evaluate(problem.latency, X, dtype=jnp.float64
                                    if precision == "float64" else jnp.float32), np.float64)
 
@@ -120,8 +123,13 @@ class Latency(Objective):
 
         X = np.asarray(x)
         parts = [schedule_partition(problem.graph, r, list_schedule(problem.latency, r))
-                 for r in np.atleast_2d(X)]
+                 for r in priority_rows(problem, X)]
         return parts[0] if X.ndim == 1 else parts
+
+    def brute_force(self, problem) -> float:
+        from jaxplace.latency.brute import brute_force
+
+        return float(brute_force(problem.latency)[0])
 
     def lower_bound(self, problem) -> float:
         from jaxplace.latency.reference import lower_bound
@@ -129,9 +137,24 @@ class Latency(Objective):
         return float(lower_bound(problem.latency))
 
     def result_dict(self, problem, partition, **fields) -> dict:
-        from jaxplace.latency.result import latency_result_dict
+        """`latency_result_dict`; a schedule that fits no device's memory (ops left
+        unplaced) is refused rather than written with device -1."""
+        from jaxplace.errors import JaxplaceError
+        from jaxplace.latency.result import latency_result_dict, schedule_of
 
-        return latency_result_dict(problem, partition, **fields)
+        schedule = schedule_of(problem, partition)
+        if not np.isfinite(schedule.makespan) or np.any(np.asarray(schedule.device) < 0):
+            raise JaxplaceError("no schedule of this partition fits the devices' memory: "
+                                "nothing to save", field="partition")
+        return latency_result_dict(problem, schedule, **fields)
+
+    def format_cost(self, value: float) -> str:
+        return f"{value * 1e3:.6g} ms"
+
+    def report(self, problem, result, certificate=None) -> list[str]:
+        from jaxplace.latency.result import report_lines
+
+        return report_lines(problem, result, certificate)
 
     # -- proofs --------------------------------------------------------------------
     def start_partition(self, problem):
@@ -199,6 +222,17 @@ class Latency(Objective):
         from jaxplace.latency.search import latency_default
 
         return latency_default(req)
+
+
+def priority_rows(problem, X) -> np.ndarray:
+    """X as (P, n) float rows: one (n,) row or P of them, else a JaxplaceError."""
+    from jaxplace.errors import JaxplaceError
+
+    X = np.asarray(X)
+    if X.ndim not in (1, 2) or X.shape[-1] != problem.n or X.dtype.kind not in "biuf":
+        raise JaxplaceError(f"must be ({problem.n},) or (P, {problem.n}) priorities, got "
+                            f"shape {X.shape}", field="X")
+    return np.atleast_2d(X).astype(np.float64)
 
 
 LATENCY = Latency()

@@ -13,6 +13,7 @@ is a `JaxplaceError` naming both, never a number computed under another objectiv
 from __future__ import annotations
 
 import abc
+import itertools
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -20,6 +21,10 @@ from typing import Any
 import numpy as np
 
 from jaxplace.errors import JaxplaceError
+
+
+#: Partitions `Objective.brute_force` enumerates at most.
+BRUTE_FORCE_MAX = 20_000
 
 
 @dataclass(frozen=True)
@@ -74,9 +79,9 @@ class Objective(abc.ABC):
     others have defaults built on them (or refuse with `unsupported`).
 
     A new objective implements `evaluate_partition`, `lower_bound`, `start_partition`
-    and `default_search`; it then certifies with its closed-form bound, writes results
-    and reports through the defaults, and `jaxplace.testing.check_objective` checks it
-    against brute force.
+    and `default_search`; it writes results and reports through the defaults, mixes in
+    `objectives.ladder.ClosedFormCertify` to certify with its closed-form bound, and
+    `jaxplace.testing.check_objective` checks it against brute force.
 
     Attributes:
         name: the registry key (e.g. "throughput-unequal").
@@ -86,6 +91,7 @@ class Objective(abc.ABC):
         search_methods: names of the search methods that apply (None: all).
         bound_methods: names of the certificate bounds that apply, in ladder order.
         default_bounds: the bounds `certify` runs when none are named.
+        cost_name: what the cost is called in reports ("bottleneck", "makespan").
     """
 
     name: str = "objective"
@@ -95,6 +101,7 @@ class Objective(abc.ABC):
     search_methods: frozenset[str] | None = frozenset({"default"})
     bound_methods: tuple[str, ...] = ("simple",)
     default_bounds: tuple[str, ...] = ("simple",)
+    cost_name: str = "cost"
 
     # -- which problems ------------------------------------------------------------
     def matches(self, problem) -> bool:
@@ -145,6 +152,25 @@ class Objective(abc.ABC):
     def lower_bound(self, problem) -> float:
         """A valid lower bound on the optimum, in closed form (cheap)."""
 
+    def brute_force(self, problem) -> float:
+        """The optimum by enumeration on a tiny problem (the oracle of
+        `jaxplace.testing.check_objective`; inf: nothing feasible). The default tries
+        every block per op through `evaluate_partition`: override it where a cost
+        depends on more than the assignment (an op order, stage devices)."""
+        B = problem.num_blocks
+        if B ** problem.n > BRUTE_FORCE_MAX:
+            raise JaxplaceError(f"brute force tries at most {BRUTE_FORCE_MAX:,} "
+                                f"partitions, this problem has {B}^{problem.n}",
+                                field="graph")
+        best = math.inf
+        for a in itertools.product(range(B), repeat=problem.n):
+            try:
+                c = float(self.evaluate_partition(problem, np.array(a, np.int64)).cost)
+            except JaxplaceError:
+                continue  # not a partition of this objective (a cycle, a split class)
+            best = min(best, c)
+        return best
+
     # -- results -------------------------------------------------------------------
     def result_dict(self, problem, partition, *, method=None, seed=None,
                     lower_bound=None, source=None, timings=None, extra=None,
@@ -167,6 +193,10 @@ class Objective(abc.ABC):
         out.update(extra or {})
         return out
 
+    def format_cost(self, value: float) -> str:
+        """A cost or bound as reports print it, in the objective's unit."""
+        return f"{value:.6g}"
+
     def report(self, problem, result, certificate=None) -> list[str]:
         """Text lines the CLI prints for a found partition (a `Result`, `Partition`
         or assignment): by default its confirmed cost and the objective's bound."""
@@ -184,19 +214,10 @@ class Objective(abc.ABC):
         given none); feasible when one is easy to find."""
 
     def certify(self, problem, partition=None, methods=None, **settings):
-        """A `jaxplace.bounds.Certificate` for `partition`; the default runs the
-        closed-form `lower_bound` as the bound "simple"."""
-        from jaxplace.objectives.ladder import certify_with
-
-        return certify_with(self, problem, partition, methods,
-                            {"simple": self.simple_bound}, **settings)
-
-    def simple_bound(self, problem, ctx, partition):
-        """The closed-form `lower_bound` as a certificate bound."""
-        from jaxplace.bounds.base import MethodResult
-
-        return MethodResult("simple", float(self.lower_bound(problem)), "closed form",
-                            0.0, kind="closed-form")
+        """A `jaxplace.bounds.Certificate` for `partition` (None: `start_partition`)
+        under `methods` (None: `default_bounds`). Mix in
+        `jaxplace.objectives.ladder.ClosedFormCertify` to certify with `lower_bound`."""
+        raise self.unsupported("certify")
 
     def exact_fits(self, problem) -> str | None:
         """A one-line reason when an exact method is expected to finish quickly on

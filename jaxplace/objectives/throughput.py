@@ -26,6 +26,7 @@ class Throughput(Objective):
     name = "throughput"
     problem_objective = "throughput"
     label = "throughput on identical accelerators"
+    cost_name = "bottleneck"
     capabilities = frozenset(OPTIONS) | frozenset(FEATURES)
     search_methods = None
 
@@ -74,10 +75,16 @@ class Throughput(Objective):
 
         return evaluate(problem, X, **settings)
 
-    def decode(self, problem, x, **settings):
+    def decode(self, problem, x, *, precision: str = "float32", **settings):
+        if precision == "reference":  # the float64 NumPy decoder: nothing compiles
+            from jaxplace.reference import decode_reference
+
+            X = np.asarray(x, np.float32)
+            parts = [decode_reference(problem, r[:problem.n]) for r in np.atleast_2d(X)]
+            return parts[0] if X.ndim == 1 else parts
         from jaxplace.decoder.evaluate import decode
 
-        return decode(problem, x, **settings)
+        return decode(problem, x, precision=precision, **settings)
 
     def lower_bound(self, problem) -> float:
         from jaxplace.cost import simple_lower_bound
@@ -87,15 +94,21 @@ class Throughput(Objective):
     def result_dict(self, problem, partition, **fields) -> dict:
         from jaxplace.formats.results import result_dict
 
+        # a Result of the "noncontiguous" method carries its virtual pieces
+        fields["schedule"] = fields.get("schedule") or getattr(partition, "schedule", None)
         return result_dict(problem, as_partition(partition), **fields)
 
     def report(self, problem, result, certificate=None) -> list[str]:
-        from jaxplace.cost import partition_costs
-        from jaxplace.report import stage_notes, stage_table
+        """The stage table; a Result of the "noncontiguous" method carries its
+        virtual pieces: the table then shows them and the pipeline they run in."""
+        from jaxplace.exact.pieces import pipeline_cost
+        from jaxplace.report import throughput_report
 
-        cost = partition_costs(problem, getattr(as_partition(result), "assignment",
-                                                as_partition(result)))
-        return [stage_table(problem, cost), *stage_notes(problem, cost)]
+        part = as_partition(result)
+        a, pieces = getattr(part, "assignment", part), getattr(result, "schedule", None)
+        cost = (self.evaluate_partition(problem, a) if pieces is None
+                else pipeline_cost(problem, a, pieces))
+        return throughput_report(problem, cost, pieces)
 
     # -- proofs --------------------------------------------------------------------
     def start_partition(self, problem):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numbers
 import dataclasses
 import time
 from collections.abc import Callable
@@ -60,6 +61,14 @@ def search(problem: Problem, method: str | None = None, *, budget: int | None = 
     obj.check_resources(problem)
     if budget is not None and budget < 1:
         raise JaxplaceError("must be at least 1", field="budget")
+    if time_limit is not None and not (isinstance(time_limit, numbers.Real)
+                                       and time_limit > 0):  # nan fails too
+        raise JaxplaceError(f"must be positive, got {time_limit!r}", field="time_limit")
+    if population_size is not None and (isinstance(population_size, bool) or not
+                                        isinstance(population_size, int | np.integer)
+                                        or population_size < 2):
+        raise JaxplaceError(f"must be an integer of at least 2, got {population_size!r}",
+                            field="population_size")
     stop = _stop_rule(problem, stop, time_limit, target_ratio)
     if seeds is not None:
         seeds = np.asarray(seeds, np.float32).reshape(-1, problem.n)

@@ -1,0 +1,407 @@
+"""The objective conformance check: `check_objective(objective)` runs every entry point
+of jaxplace on tiny instances of an objective and holds each answer against brute force,
+so that an objective written outside this repository can be checked the way the
+shipped ones are (in the spirit of jumanji's environment check).
+
+The instances are built through the objective itself: a few tiny graphs crossed with
+every problem option (colocation classes, CPU blocks and CPU-only ops, memory,
+capacity, an infeasible capacity, bandwidth, k = 1) and with no cluster, a uniform
+and an unequal cluster; the objective's `validate` refuses some (a `JaxplaceError` of
+one line is a pass), its `matches` keeps the ones it serves. On each instance the
+optimum OPT comes from `Objective.brute_force`, and every cell must give a confirmed
+cost >= OPT or a `JaxplaceError`:
+
+- evaluate / decode / evaluate_partition agree, rows of the wrong shape are refused,
+  malformed partitions are refused;
+- the closed-form lower bound, every certificate bound <= OPT; `optimal` only when
+  the bound meets a cost `evaluate_partition` confirms;
+- every search method (quick: the four generic ones and one evosax algorithm) and
+  `search_many`: a result whose cost the reference confirms, >= OPT, and a proof of
+  the planner only at OPT;
+- save (strict JSON, an assignment of valid blocks, the confirmed cost) and the
+  neutral export of what was saved.
+
+    from jaxplace.testing import check_objective
+    check_objective(MY_OBJECTIVE)            # AssertionError listing the failed cells
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import os
+import tempfile
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from jaxplace.errors import JaxplaceError
+from jaxplace.graph import CompGraph
+from jaxplace.objectives.registry import objective_of
+from jaxplace.problem import Problem
+
+RTOL = 1e-6
+#: float32 decoders (JAX without x64) against the float64 reference
+FLOAT32_RTOL = 1e-5
+#: search methods of the quick check (all of `search.registry.METHODS` otherwise)
+QUICK_METHODS = ("default", "dfs", "brkga")
+#: instances searched by the quick check (the first ones served; all otherwise): the
+#: search methods compile programs, the other cells take milliseconds
+QUICK_SEARCHED = 2
+UNEQUAL = {"devices": [{"name": "fast", "peak_flops": 4e12, "mem_bw": 1e12, "memory": 60.0},
+                       {"name": "slow", "peak_flops": 1e12, "mem_bw": 1e12, "memory": 60.0}],
+           "bandwidth": [[0, 40.0], [20.0, 0]], "latency": 0.01}
+UNIFORM = {"devices": [{"name": "a", "peak_flops": 2e12, "mem_bw": 1e12, "memory": 60.0},
+                       {"name": "b", "peak_flops": 2e12, "mem_bw": 1e12, "memory": 60.0}],
+           "bandwidth": [[0, 30.0], [30.0, 0]], "latency": 0.01}
+#: unequal devices whose memory (bytes: the tiny graphs' parameters) packs tightly
+TIGHT = {**UNEQUAL, "devices": [{**d, "memory": 7.0} for d in UNEQUAL["devices"]]}
+
+
+@dataclass
+class Conformance:
+    """What `check_objective` found: `cells` (instance, entry point, outcome) and the
+    `failures` among them."""
+
+    objective: str
+    cells: list[tuple[str, str, str]] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)
+    #: seconds spent per entry point (summed over the instances)
+    seconds: dict[str, float] = field(default_factory=dict)
+    _last: float = field(default_factory=time.perf_counter, repr=False)
+
+    def ok(self, inst: str, entry: str, outcome: str = "ok") -> None:
+        self.cells.append((inst, entry, outcome))
+        self._tick(entry)
+
+    def fail(self, inst: str, entry: str, why: str) -> None:
+        self.cells.append((inst, entry, "FAIL " + why))
+        self.failures.append(f"{inst} / {entry}: {why}")
+        self._tick(entry)
+
+    def _tick(self, entry: str) -> None:
+        now = time.perf_counter()
+        key = entry.split("(")[0]
+        self.seconds[key] = self.seconds.get(key, 0.0) + now - self._last
+        self._last = now
+
+
+def tiny_graph(seed: int, n: int, *, colocation: bool = False, cpu: bool = False,
+               cpu_only: bool = False) -> CompGraph:
+    """A random DAG of n ops (work 1..8, parameters 1..4, tensors 1..5)."""
+    rng = np.random.default_rng(seed)
+    edges = [(i, j) for i in range(n) for j in range(i + 1, n) if rng.random() < 0.45]
+    attrs = {}
+    if cpu or cpu_only:
+        attrs["cpu_latency"] = rng.integers(1, 12, n).astype(float)
+        sup = np.ones(n, bool)
+        if cpu_only:
+            sup[int(rng.integers(n))] = False
+        attrs["supported_on_accel"] = sup
+    if colocation:
+        cls = np.full(n, -1)
+        cls[rng.choice(n, 2, replace=False)] = 0
+        attrs["color_class"] = cls
+    return CompGraph(rng.integers(1, 9, n).astype(float), edges,
+                     rng.integers(1, 5, n).astype(float),
+                     rng.integers(1, 6, n).astype(float), node_attrs=attrs or None)
+
+
+def candidates(objective, *, quick: bool = True, seed: int = 0):
+    """(name, problem or the JaxplaceError refusing it) for every tiny instance that
+    `objective` serves or refuses (instances it leaves to another objective skipped)."""
+    from jaxplace.cluster import cluster_from_dict
+
+    n = 5 if quick else 6
+    clusters = {"": None, "uniform": cluster_from_dict(UNIFORM),
+                "unequal": cluster_from_dict(UNEQUAL), "tight": cluster_from_dict(TIGHT)}
+    options = {
+        "plain": ({}, {}),
+        "k1": ({}, {"k": 1}),
+        "colocation": ({"colocation": True}, {}),
+        "cpus": ({"cpu": True, "cpu_only": True}, {"cpus": 1}),
+        "cpu-only-ops": ({"cpu_only": True}, {}),
+        "memory": ({}, {"memory": 4.0, "bandwidth": 2.0}),
+        "capacity": ({}, {"capacity": 9.0}),
+        "infeasible": ({}, {"capacity": 0.5}),
+    }
+    skip = {(o, "tight") for o in options if o not in ("plain", "k1")}
+    if quick:
+        options.pop("memory")
+    for (oname, (gkw, pkw)), (cname, cluster) in itertools.product(
+            options.items(), clusters.items()):
+        if (oname, cname) in skip:
+            continue
+        name = f"{oname}{'@' + cname if cname else ''}"
+        kw = {"k": pkw.get("k", 2), **pkw}
+        if cluster is not None and "k" not in pkw:
+            kw.pop("k")
+        graph = tiny_graph(seed + len(name), n, **gkw)
+        try:
+            p = Problem(graph, cluster=cluster, objective=objective.problem_objective, **kw)
+        except JaxplaceError as exc:
+            try:  # refused by this objective, or not its instance at all?
+                served = objective.matches(Problem(graph, k=kw.get("k", 2), cluster=cluster,
+                                                   objective=objective.problem_objective))
+            except JaxplaceError:
+                served = True
+            if served:
+                yield name, exc
+            continue
+        if objective_of(p) is objective:
+            yield name, p
+
+
+def check_objective(objective, *, quick: bool = True, seed: int = 0,
+                    time_limit: float = 20.0, strict: bool = True) -> Conformance:
+    """Run the conformance check of `objective` (see the module doc). With `strict`,
+    raise AssertionError naming every failed cell; the `Conformance` otherwise."""
+    rep = Conformance(objective.name)
+    found = searched = 0
+    for name, p in candidates(objective, quick=quick, seed=seed):
+        if isinstance(p, JaxplaceError):
+            _check_refusal(rep, name, "Problem", p)
+            continue
+        found += 1
+        try:
+            opt = float(objective.brute_force(p))
+        except JaxplaceError as exc:
+            _check_refusal(rep, name, "brute_force", exc)
+            continue
+        _check_costs(rep, objective, name, p, opt, seed)
+        _check_bounds(rep, objective, name, p, opt, time_limit)
+        if not quick or searched < QUICK_SEARCHED or (math.isinf(opt) and searched
+                                                       == QUICK_SEARCHED):
+            searched += 1  # quick: the first instances, and one without a solution
+            _check_search(rep, objective, name, p, opt, quick, seed, time_limit)
+    if not found:
+        rep.fail("-", "instances", "no tiny instance resolves to the objective")
+    if strict and rep.failures:
+        raise AssertionError(f"objective {objective.name!r} fails {len(rep.failures)} "
+                             "conformance cells:\n" + "\n".join(rep.failures))
+    return rep
+
+
+def _check_refusal(rep, inst, entry, exc) -> None:
+    msg = str(exc)
+    if not msg or "\n" in msg:
+        rep.fail(inst, entry, f"a refusal must be one line, got {msg!r}")
+    else:
+        rep.ok(inst, entry, "refused: " + msg)
+
+
+def _call(rep, inst, entry, fn):
+    """fn() or None after recording a JaxplaceError (a refusal) or another exception
+    (a failure)."""
+    try:
+        return fn()
+    except JaxplaceError as exc:
+        _check_refusal(rep, inst, entry, exc)
+    except Exception as exc:  # noqa: BLE001 (anything else is the defect reported)
+        rep.fail(inst, entry, f"{type(exc).__name__}: {exc}")
+    return None
+
+
+def _geq(cost: float, opt: float) -> bool:
+    return cost >= opt * (1 - RTOL) - 1e-12 or (math.isinf(opt) and math.isinf(cost))
+
+
+def _confirm(objective, p, part) -> float:
+    return float(objective.evaluate_partition(p, part).cost)
+
+
+def _check_costs(rep, obj, inst, p, opt, seed) -> None:
+    lb = _call(rep, inst, "lower_bound", lambda: float(obj.lower_bound(p)))
+    if lb is not None:
+        if lb > opt * (1 + RTOL) + 1e-9:
+            rep.fail(inst, "lower_bound", f"{lb!r} > OPT {opt!r}")
+        else:
+            rep.ok(inst, "lower_bound")
+    start = _call(rep, inst, "start_partition", lambda: obj.start_partition(p))
+    if start is not None:
+        c = _call(rep, inst, "start_partition", lambda: _confirm(obj, p, start))
+        if c is not None and not _geq(c, opt):
+            rep.fail(inst, "start_partition", f"cost {c!r} < OPT {opt!r}")
+    X = np.random.default_rng(seed).random((3, p.n))
+    costs = _call(rep, inst, "evaluate", lambda: np.asarray(
+        obj.evaluate(p, X, precision="float64"), np.float64))
+    if costs is not None:
+        parts = _call(rep, inst, "decode", lambda: obj.decode(p, X))
+        if parts is not None:
+            for c, part in zip(costs, parts, strict=True):
+                conf = _call(rep, inst, "decode", lambda part=part: _confirm(obj, p, part))
+                if conf is None:
+                    continue
+                if not (math.isclose(c, conf, rel_tol=FLOAT32_RTOL)
+                        or (math.isinf(c) and math.isinf(conf))):
+                    rep.fail(inst, "evaluate", f"{c!r} but its decoded partition costs "
+                             f"{conf!r}")
+                elif not _geq(conf, opt):
+                    rep.fail(inst, "decode", f"cost {conf!r} < OPT {opt!r}")
+            rep.ok(inst, "evaluate/decode")
+        for shape in ((3, p.n + 7), (3, max(p.n - 1, 0)), (2, 3, p.n), (0,)):
+            bad = np.random.default_rng(seed).random(shape)
+            try:
+                out = np.asarray(obj.evaluate(p, bad, precision="float64"))
+            except JaxplaceError:
+                rep.ok(inst, f"evaluate{shape}", "refused")
+                continue
+            except Exception as exc:  # noqa: BLE001
+                rep.fail(inst, f"evaluate{shape}", f"{type(exc).__name__}: {exc}")
+                continue
+            if not (shape == (0,) and out.shape == (0,)):
+                rep.fail(inst, f"evaluate{shape}", f"scored rows of shape {shape} "
+                         f"(n = {p.n}): {out.shape}")
+    B = max(p.num_blocks, p.k)
+    malformed = {"short": np.zeros(p.n - 1, np.int64),
+                 "fractional": np.full(p.n, 0.5),
+                 "negative": np.full(p.n, -1, np.int64),
+                 "block >= k": np.full(p.n, B + 3, np.int64)}
+    for what, a in malformed.items():
+        try:
+            c = obj.evaluate_partition(p, a)
+        except JaxplaceError:
+            rep.ok(inst, f"evaluate_partition({what})", "refused")
+        except Exception as exc:  # noqa: BLE001
+            rep.fail(inst, f"evaluate_partition({what})", f"{type(exc).__name__}: {exc}")
+        else:
+            rep.fail(inst, f"evaluate_partition({what})", f"accepted: cost {c.cost!r}")
+
+
+def _check_bounds(rep, obj, inst, p, opt, time_limit) -> None:
+    from jaxplace.bounds.certificate import certify
+
+    for bad in ((), ""):
+        try:
+            certify(p, None, methods=bad, time_limit=time_limit)
+        except JaxplaceError:
+            rep.ok(inst, f"certify(methods={bad!r})", "refused")
+        except Exception as exc:  # noqa: BLE001
+            rep.fail(inst, f"certify(methods={bad!r})", f"{type(exc).__name__}: {exc}")
+        else:
+            rep.fail(inst, f"certify(methods={bad!r})", "a certificate of no bound")
+    for bound in obj.bound_methods:
+        cert = _call(rep, inst, f"certify[{bound}]",
+                     lambda b=bound: certify(p, None, methods=(b,), time_limit=time_limit))
+        if cert is None:
+            continue
+        bad = [r.name for r in cert.results if r.bound > opt * (1 + RTOL) + 1e-9]
+        if cert.lower_bound > opt * (1 + RTOL) + 1e-9 or bad:
+            rep.fail(inst, f"certify[{bound}]", f"bound {cert.lower_bound!r} > OPT {opt!r}")
+            continue
+        if cert.optimal and not (math.isclose(cert.upper_bound, opt, rel_tol=RTOL)
+                                 or (math.isinf(opt) and math.isinf(cert.upper_bound))):
+            rep.fail(inst, f"certify[{bound}]", f"'optimal' at {cert.upper_bound!r}, "
+                     f"OPT {opt!r}")
+            continue
+        rep.ok(inst, f"certify[{bound}]")
+
+
+def _methods(obj, quick: bool) -> list[str]:
+    from jaxplace.search.registry import METHODS
+
+    allowed = METHODS if obj.search_methods is None else [
+        m for m in METHODS if m in obj.search_methods]
+    return [m for m in allowed if m in QUICK_METHODS] if quick else list(allowed)
+
+
+def _check_search(rep, obj, inst, p, opt, quick, seed, time_limit) -> None:
+    from jaxplace.search.api import search
+
+    saved = False
+    for method in _methods(obj, quick):
+        entry = f"search[{method}]"
+        r = _call(rep, inst, entry, lambda m=method: search(
+            p, m, budget=200, population_size=20, seed=seed, progress=False,
+            time_limit=time_limit))
+        if r is None:
+            continue
+        if method == "noncontiguous":  # virtual pieces: its own model, not checked here
+            rep.ok(inst, entry, "not compared (non-contiguous)")
+            continue
+        if not _check_result(rep, obj, inst, entry, p, opt, r):
+            continue
+        if not saved:
+            saved = True
+            _check_save(rep, obj, inst, p, r, method)
+    _check_many(rep, obj, inst, p, opt, seed)
+
+
+def _check_result(rep, obj, inst, entry, p, opt, r) -> bool:
+    conf = _call(rep, inst, entry, lambda: _confirm(obj, p, r.partition))
+    if conf is None:
+        return False
+    if not (math.isclose(r.cost, conf, rel_tol=RTOL) or (math.isinf(r.cost)
+                                                          and math.isinf(conf))):
+        rep.fail(inst, entry, f"cost {r.cost!r} but its partition costs {conf!r}")
+        return False
+    if not _geq(conf, opt):
+        rep.fail(inst, entry, f"cost {conf!r} < OPT {opt!r}")
+        return False
+    if "proved_by" in r.info and not (math.isclose(conf, opt, rel_tol=RTOL)
+                                      or math.isinf(opt)):
+        rep.fail(inst, entry, f"'proved' {conf!r}, OPT {opt!r}")
+        return False
+    rep.ok(inst, entry)
+    return True
+
+
+def _check_many(rep, obj, inst, p, opt, seed) -> None:
+    from jaxplace.search.many import search_many
+
+    out = _call(rep, inst, "search_many", lambda: search_many([p], budget=200, seed=seed))
+    if out is None:
+        return
+    if len(out) != 1:
+        rep.fail(inst, "search_many", f"{len(out)} results for one problem")
+        return
+    _check_result(rep, obj, inst, "search_many", p, opt, out[0])
+
+
+def _check_save(rep, obj, inst, p, r, method) -> None:
+    from jaxplace.export.neutral import neutral_plan
+    from jaxplace.formats.results import save_result
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "r.json")
+        data = _call(rep, inst, "save", lambda: save_result(path, p, r, method=method,
+                                                            seed=0))
+        if data is None:
+            return
+        with open(path) as f:
+            text = f.read()
+        try:
+            saved = json.loads(text, parse_constant=_no_constant)
+        except ValueError as exc:
+            rep.fail(inst, "save", f"not strict JSON: {exc}")
+            return
+        a = saved.get("assignment")
+        if not isinstance(a, list) or len(a) != p.n or not all(
+                isinstance(b, int) and 0 <= b < max(p.num_blocks, p.k) for b in a):
+            rep.fail(inst, "save", f"assignment {a!r} is not a valid block per op")
+            return
+        conf = _confirm(obj, p, r.partition)
+        cost = saved.get("makespan", saved.get("bottleneck"))
+        cost = float(cost) if isinstance(cost, int | float | str) else None
+        if cost is None or not (math.isclose(cost, conf, rel_tol=RTOL)
+                                or (math.isinf(cost) and math.isinf(conf))):
+            rep.fail(inst, "save", f"cost {cost!r}, confirmed {conf!r}")
+            return
+        rep.ok(inst, "save")
+        plan = _call(rep, inst, "export json", lambda: neutral_plan(saved, path))
+        if plan is None:
+            return
+        ops = sorted(op for s in plan["stages"] for op in s["ops"])
+        if len(ops) != p.n:
+            rep.fail(inst, "export json", f"{len(ops)} ops in the plan for {p.n}")
+        else:
+            rep.ok(inst, "export json")
+
+
+def _no_constant(name):
+    raise ValueError(f"{name} is not JSON")
+
+
+__all__ = ["Conformance", "candidates", "check_objective", "tiny_graph"]
