@@ -9,6 +9,9 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from torch import nn  # noqa: E402
+from torch.distributed.pipelining import SplitPoint, pipeline  # noqa: E402
+
 import jaxplace as jp  # noqa: E402
 from jaxplace.importers import roofline as rl  # noqa: E402
 from jaxplace.torch import (  # noqa: E402
@@ -19,8 +22,6 @@ from jaxplace.torch import (  # noqa: E402
 )
 from jaxplace.torch.models import GPT2, ResNet, UnequalMLP  # noqa: E402
 from jaxplace.torch.trace import from_torch  # noqa: E402
-from torch import nn  # noqa: E402
-from torch.distributed.pipelining import SplitPoint, pipeline  # noqa: E402
 
 
 def _gpt():
@@ -103,6 +104,8 @@ def test_even_split_of_layers_is_costed():
     m, x = _gpt()
     plan = plan_pipeline(m, (x[:2],), k=2)
     assert plan.layers == tuple(f"transformer.h.{i}" for i in range(4))
+    # stage 0 sends the hidden state (2 x 16 tokens x width 32, fp32) and nothing else
+    assert list(plan.activation_bytes) == [2 * 16 * 32 * 4, 0]
     assert plan.even.starts[1] == plan.ops.index(
         next(o for o in plan.ops if "transformer.h.2" in o.modules))
 

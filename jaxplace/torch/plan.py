@@ -197,7 +197,7 @@ def plan_pipeline(module, example_args: Sequence, k: int, *, device: str | Devic
         stage_starts=tuple(starts), split=split, op_split=op_split,
         op_split_points=_op_points(op_split, ops), even=even,
         layers=tuple(f for f, _ in layers), boundaries=bounds,
-        activation_bytes=split.io_out * dev.link_bw / US, device=dev.name,
+        activation_bytes=np.rint(split.io_out * dev.link_bw / US), device=dev.name,
         graph=graph, ops=tuple(ops), notes=tuple(notes))
 
 
