@@ -12,3 +12,39 @@ def bar(total: int | None, desc: str, *, unit: str = "eval", enabled: bool | Non
     disable = (not sys.stderr.isatty()) if enabled is None else not enabled
     return tqdm(total=total, desc=desc, unit=unit, unit_scale=True, disable=disable,
                 file=sys.stderr, dynamic_ncols=True, leave=False)
+
+
+class ReportBar:
+    """A tqdm bar on stderr fed `jaxplace.search.Progress` reports (`show`), with the
+    ratio to `lower_bound`; only on a terminal (the CLI's Runner shows it while its
+    worker runs)."""
+
+    def __init__(self, desc: str, quiet: bool, lower_bound: float | None):
+        self.desc, self.quiet, self.lower_bound = desc, quiet, lower_bound
+        self.bar = None
+        self.last = None
+
+    def __enter__(self) -> ReportBar:
+        if not self.quiet and self.desc and sys.stderr.isatty():
+            self.bar = bar(None, self.desc, enabled=True)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+    def show(self, p) -> None:
+        if self.bar is None or p is None or p is self.last:
+            return
+        self.last = p
+        self.bar.n = int(getattr(p, "evaluations", 0))
+        post = {"best": f"{p.best_cost:.6g}"}
+        lb = self.lower_bound
+        if lb:
+            post["bound"] = f"{lb:.6g}"
+            post["ratio"] = f"{p.best_cost / lb:.4f}"
+        phase = getattr(p, "phase", None)
+        if phase:
+            self.bar.set_description_str(f"{self.desc} {phase}", refresh=False)
+        self.bar.set_postfix(post, refresh=False)
+        self.bar.refresh()

@@ -389,3 +389,95 @@ def test_partition_of_many_graphs_is_the_batched_run(tmp_path):
     assert _many([str(a), "-k", "2,4,8"]) and _many([str(a), "-k2,4"])
     assert not _many([str(a), "-k", "4", "-o", str(b)])
     assert not _many([str(a), "--policy", str(tmp_path)])
+
+
+# --- one partition flow (issue 50) -------------------------------------------------------
+
+CLI = Path(__file__).resolve().parents[1] / "jaxplace" / "cli"
+
+
+def test_cli_asks_the_objective_never_its_name():
+    """No cli module compares objective names or reads the objective-owned views
+    (Problem.latency / hetero / pipeline_instance, cluster.is_uniform): the flow asks
+    the resolved objective (`objective_impl`, its capabilities and methods)."""
+    import re
+
+    banned = re.compile(r"\.latency\b|\.hetero\b|\.pipeline_instance\b|\.is_uniform\b"
+                        r"|objective\s*[!=]=|[!=]=\s*[\"'](latency|throughput)[\"']")
+    hits = [f"{p.name}:{i}: {line.strip()}" for p in sorted(CLI.glob("*.py"))
+            for i, line in enumerate(p.read_text().splitlines(), 1) if banned.search(line)]
+    assert not hits, "\n".join(hits)
+
+
+def test_partition_and_certify_take_the_same_problem_options():
+    from jaxplace.cli.main import build_parser
+    from jaxplace.objectives import problem_objectives
+
+    p = build_parser()
+    opts = ["--cluster", "moirai_inter", "--objective", "latency", "--memory", "5",
+            "--capacity", "7", "--bandwidth", "2", "-k", "3"]
+    for command in ("partition", "certify"):
+        a = p.parse_args([command, "g.json", *opts])
+        assert (a.cluster, a.objective, a.memory, a.capacity, a.bandwidth, a.k) == (
+            "moirai_inter", "latency", 5.0, 7.0, 2.0, 3)
+        action = next(x for x in p._subparsers._group_actions[0].choices[command]._actions
+                      if "--objective" in x.option_strings)
+        assert tuple(action.choices) == problem_objectives()  # from the registry
+
+
+@pytest.mark.parametrize("argv, match", [
+    # the objective refuses what it does not model: one line, exit 2, nothing dropped
+    (["partition", "{g}", "--cluster", "moirai_inter", "--memory", "3"], "memory"),
+    (["certify", "{g}", "--cluster", "moirai_inter", "--objective", "latency",
+      "--capacity", "3"], "capacity"),
+    (["partition", "{g}", "--cluster", "moirai_inter", "--objective", "latency",
+      "--noncontiguous"], "non-contiguous"),
+    (["partition", "{g}", "-k", "2", "--objective", "latency"], "needs a cluster"),
+    (["partition", "{g}", "-k", "2", "--certify", "--bounds", "nope"], "nope"),
+])
+def test_options_an_objective_lacks_are_refused(tmp_path, capsys, argv, match):
+    path = _chain(tmp_path)
+    out = tmp_path / "r.json"
+    assert main([a.replace("{g}", str(path)) for a in argv] + ["-o", str(out), "-q"]) == 2
+    _one_line_error(capsys, match)
+    assert not out.exists()
+
+
+def test_certify_on_a_cluster_uses_the_objectives_bounds(tmp_path, capsys):
+    path = _chain(tmp_path, n=5)
+    out = tmp_path / "c.json"
+    assert main(["certify", str(path), "--cluster", "moirai_inter", "--objective",
+                 "latency", "--methods", "simple", "-q", "-o", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "simple" in text and "methods simple (--methods)" in text
+    data = json.loads(out.read_text())
+    assert data["objective"] == "latency" and data["certificate"]["lower_bound"] > 0
+    assert data["certificate"]["lower_bound"] <= data["makespan"] * (1 + 1e-9)
+
+
+def test_a_registered_objective_runs_through_partition_and_certify(tmp_path, capsys):
+    """A fourth objective (the toy of test_objectives) is one --objective choice more:
+    partition, --certify and certify run it with no change in cli/."""
+    from test_objectives import ComputeOnly
+
+    from jaxplace.objectives import register, unregister
+
+    path = _chain(tmp_path, n=8)
+    out = tmp_path / "r.json"
+    register(ComputeOnly())
+    try:
+        assert main(["partition", str(path), "-k", "3", "--objective", "toy-compute",
+                     "--certify", "-q", "-o", str(out)]) == 0
+        text = capsys.readouterr().out
+        assert "lower bound" in text and "(certify: simple)" in text.splitlines()[-2]
+        data = json.loads(out.read_text())
+        assert data["objective"] == "toy-compute" and len(data["assignment"]) == 8
+        assert data["lower_bound"] <= data["bottleneck"]
+        assert main(["certify", str(path), "-k", "3", "--objective", "toy-compute",
+                     "-q"]) == 0
+        assert main(["partition", str(path), "-k", "3", "--objective", "toy-compute",
+                     "--method", "brkga", "-q"]) == 2
+        _one_line_error(capsys, "toy-compute")
+    finally:
+        unregister("toy-compute")
+    assert main(["partition", str(path), "-k", "3", "--objective", "toy-compute"]) == 2

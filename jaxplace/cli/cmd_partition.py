@@ -35,13 +35,6 @@ DESCRIPTION = ("Search for a partition into at most k pipeline stages, print its
                "(exit status 130).")
 
 
-def _methods(text: str) -> list[str]:
-    methods = [m.strip() for m in text.split(",") if m.strip()]
-    if not methods:
-        raise argparse.ArgumentTypeError("no methods given")
-    return methods
-
-
 def add_arguments(p) -> None:
     add_problem_args(p)
     p.add_argument("--method", default=None,
@@ -64,7 +57,7 @@ def add_arguments(p) -> None:
     add_output_arg(p, "write the result JSON here")
     p.add_argument("--certify", action="store_true",
                    help="also prove a lower bound with HiGHS and print the ladder")
-    p.add_argument("--bounds", default=None, type=_methods,
+    p.add_argument("--bounds", default=None,
                    help="lower-bound methods for --certify (comma-separated; default: "
                    "picked per input: simple,ideals when the graph has at most 60,000 "
                    "ideals, else simple,bottleneck,exact, or simple,exact with CPU "
@@ -132,7 +125,8 @@ def _certify(problem, found, args, runner, remaining: float | None):
               f"({info.get('exact_detail') or 'closed form'})", flush=True)
         print(cert.summary(), flush=True)
         return cert
-    methods, why = (args.bounds, "--bounds") if args.bounds else default_bounds(problem)
+    methods, why = ((problem.objective_impl.check_bound_methods(args.bounds), "--bounds")
+                    if args.bounds else default_bounds(problem))
     per_method = args.certify_time
     if remaining is not None:
         from jaxplace.bounds.registry import BOUNDS
@@ -158,13 +152,10 @@ def _planner_certificate(problem, cost: float, info: dict):
     method, lower = info["proved_by"], float(info["proof_lower_bound"])
     results = [MethodResult("simple", problem.objective_impl.lower_bound(problem),
                             "closed form", 0.0, kind="closed-form")]
-    if method != "simple":
-        results.append(MethodResult(method, lower, "Optimal", info.get("exact_s", 0.0),
-                                    kind="dp"))
-    return Certificate(lower_bound=lower, upper_bound=cost, partition=None,
-                       partition_source="given", method=method, results=results,
-                       tolerance=OPTIMAL_RTOL, settings={"methods": [r.name for r in results],
-                                                         "from": "planner"})
+    results += [MethodResult(method, lower, "Optimal", info.get("exact_s", 0.0), kind="dp")
+                ] if method != "simple" else []
+    return Certificate(lower, cost, None, "given", method, results, tolerance=OPTIMAL_RTOL,
+                       settings={"methods": [r.name for r in results], "from": "planner"})
 
 
 def _header(source: str, problem, found) -> str:
@@ -219,14 +210,11 @@ def run(args) -> int:
         lower, label, proved_by = settle_bound(problem, found, cert)
         print(cost_line(obj, cost, lower, label))
         if args.output:
-            info = found.info
-            extra = {"evaluations": found.evaluations, "found_by": found_by,
-                     **({"proved_by": proved_by} if proved_by and cost <= lower * (1 + 1e-6)
-                        else {}),
-                     **({"policy": info["policy"]} if info.get("policy") else {}),
-                     **({"stopped": found.stopped} if found.stopped else {})}
+            proven = proved_by if cost <= lower * (1 + 1e-6) else None
+            extra = {"evaluations": found.evaluations, "found_by": found_by, "proved_by": proven,
+                     "policy": found.info.get("policy"), "stopped": found.stopped}
             save_result(args.output, problem, best, method=found.method, seed=args.seed,
-                        lower_bound=lower, source=source, timings=timings, extra=extra,
-                        certificate=cert, schedule=getattr(best, "schedule", None))
+                        lower_bound=lower, source=source, timings=timings, certificate=cert,
+                        extra={k: v for k, v in extra.items() if v})
             print(f"wrote {args.output}")
         return runner.exit_status()

@@ -1,13 +1,10 @@
-"""`jaxplace partition config.json --cluster FILE`: the planner of a Hugging Face-style
-decoder config on a cluster, a mode of `cmd_partition`'s flow.
-
-The layer chain is split exactly over the cluster's devices and their order
-(`jaxplace.llm.cluster_split`: per-device roofline speeds, memory and directed links),
-a cost model of its own (no `Problem` objective models it), so the result JSON is
-written here: one row per stage (device, layers, time, memory against the device's
-share), `assignment` and `node_ids` for `jaxplace export`, `stage_devices` naming the
-device of each stage (launch the framework with its pipeline ranks in that order), and
-the DP's `Certificate` (its value is a proven bound: the DP is exhaustive).
+"""`jaxplace partition config.json --cluster FILE`: a decoder config's layer chain split
+exactly over a cluster's devices and their order (`jaxplace.llm.cluster_split`: roofline
+speeds per device, memory, directed links), a cost model no `Problem` objective has, so
+its JSON is written here: a row per stage (device, layers, time, memory against the
+device's share), `assignment` and `node_ids` for `jaxplace export`, `stage_devices`
+(launch the framework's pipeline ranks in that order) and the DP's `Certificate` (the
+DP is exhaustive: its value is a proven bound).
 """
 
 from __future__ import annotations

@@ -19,6 +19,7 @@ import json
 import time
 from pathlib import Path
 
+from jaxplace.cmdline import positive_int, seconds
 from jaxplace.errors import JaxplaceError
 
 HELP = "partition many graphs (and k values) in one batched search"
@@ -39,41 +40,28 @@ def _ks(text: str) -> list[int]:
     return sorted(set(ks), key=ks.index)
 
 
-def _positive(kind):
-    def parse(text: str):
-        try:
-            v = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-        if not v > 0:
-            raise argparse.ArgumentTypeError(f"must be positive, got {text}")
-        return v
-
-    return parse
-
-
 def add_many_arguments(p) -> None:
     p.add_argument("inputs", nargs="+", metavar="FILE|DIR",
                    help="graph files (node-link JSON, NeurIPS JSON, .onnx) or folders")
     p.add_argument("-k", dest="ks", type=_ks, default=None,
                    help="comma-separated stage counts, e.g. 2,4,8 (default: each file's)")
-    p.add_argument("--budget", type=_positive(int), default=None,
+    p.add_argument("--budget", type=positive_int, default=None,
                    help="decoder evaluations per problem")
-    p.add_argument("--time-limit", type=_positive(float), default=None,
+    p.add_argument("--time-limit", type=seconds, default=None,
                    help="seconds for the whole run (compile time included)")
     p.add_argument("--seed", type=int, default=0, help="problem i searches with seed+i")
     p.add_argument("-o", "--output-dir", default="jaxplace-results", metavar="DIR",
                    help="folder for the result files and the summary (created)")
     p.add_argument("--summary", default=None, metavar="PATH",
                    help=f"JSONL summary (default: DIR/{SUMMARY})")
-    p.add_argument("--max-programs", type=_positive(int), default=8,
+    p.add_argument("--max-programs", type=positive_int, default=8,
                    help="at most this many padded shapes (compiled programs)")
-    p.add_argument("--workers", type=_positive(int), default=None,
+    p.add_argument("--workers", type=positive_int, default=None,
                    help="local: problems searched at once on host threads (default: one "
                         "per core)")
     p.add_argument("--ray", default=None, metavar="ADDRESS",
                    help="run the buckets as Ray tasks on this cluster ('local': start one)")
-    p.add_argument("--ray-cpus", type=_positive(int), default=1,
+    p.add_argument("--ray-cpus", type=positive_int, default=1,
                    help="CPU cores per Ray task")
     p.add_argument("-q", "--quiet", action="store_true", help="no line per result")
 

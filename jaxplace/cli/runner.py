@@ -8,7 +8,8 @@ Python's signal handler.
 - First Ctrl-C: set `Runner.cancel` (a search stops after its current compiled
   chunk), wait at most `grace` seconds for the worker to return; if it does not,
   `call` raises `Stopped` carrying the last progress report (with the best priority
-  vector so far), which the command decodes, prints and writes before exiting 130.
+  vector so far), which `Runner.search` decodes: the command prints and writes it
+  before exiting 130.
 - Second Ctrl-C: KeyboardInterrupt in the main thread; the CLI exits 130 at once.
   Outputs are written atomically (temp file + rename), so none is half-written.
 - A first Ctrl-C between calls (while the command prints or writes) only sets
@@ -56,15 +57,10 @@ def search_limit(args) -> float | None:
 
 @dataclass
 class Found:
-    """What a search run under the Runner found, however it ended.
-
-    Attributes:
-        result: the search `Result`, or after Ctrl-C or the time limit the incumbent's
-            `Partition` (decoded by the objective's float64 reference).
-        method, evaluations, elapsed: the search method, its evaluations, seconds.
-        stopped: None, "stopped early", "interrupted" or "time limit".
-        info: the Result's `info` (empty for an incumbent).
-    """
+    """What a search run under the Runner found: `result` is the search `Result`, or
+    after Ctrl-C or the time limit the incumbent's `Partition` (the objective's float64
+    reference decode; `info` then empty); `stopped` is None, "stopped early",
+    "interrupted" or "time limit"."""
 
     result: Any
     method: str
@@ -151,7 +147,9 @@ class Runner:
         worker = threading.Thread(target=work, name=WORKER_NAME, daemon=True)
         start = time.monotonic()
         deadline_at = None
-        with _Bar(desc, self.quiet, lower_bound) as bar:
+        from jaxplace.progress import ReportBar  # tqdm: only when there is work
+
+        with ReportBar(desc, self.quiet, lower_bound) as bar:
             worker.start()
             while worker.is_alive():
                 worker.join(0.1)
@@ -220,38 +218,3 @@ class Runner:
         return (deadline_at is not None and has_solution
                 and now - deadline_at > min(self.grace, DEADLINE_GRACE))
 
-
-class _Bar:
-    """A tqdm bar on stderr fed from progress reports (only on a terminal)."""
-
-    def __init__(self, desc: str, quiet: bool, lower_bound: float | None):
-        self.desc, self.quiet, self.lower_bound = desc, quiet, lower_bound
-        self.bar = None
-        self.last = None
-
-    def __enter__(self) -> _Bar:
-        if not self.quiet and self.desc and sys.stderr.isatty():
-            from jaxplace.progress import bar
-
-            self.bar = bar(None, self.desc, enabled=True)
-        return self
-
-    def __exit__(self, *exc) -> None:
-        if self.bar is not None:
-            self.bar.close()
-
-    def show(self, p) -> None:
-        if self.bar is None or p is None or p is self.last:
-            return
-        self.last = p
-        self.bar.n = int(getattr(p, "evaluations", 0))
-        post = {"best": f"{p.best_cost:.6g}"}
-        lb = self.lower_bound
-        if lb:
-            post["bound"] = f"{lb:.6g}"
-            post["ratio"] = f"{p.best_cost / lb:.4f}"
-        phase = getattr(p, "phase", None)
-        if phase:
-            self.bar.set_description_str(f"{self.desc} {phase}", refresh=False)
-        self.bar.set_postfix(post, refresh=False)
-        self.bar.refresh()
