@@ -511,6 +511,35 @@ def test_resume_gives_the_same_policy(tiny_run, tmp_path):
     assert steps == sorted(steps) and len(steps) == len(set(steps))
 
 
+def test_packed_weights_give_back_the_same_bytes_and_policy(tiny_run, tmp_path):
+    # the shipped policies are packed (params.planes.zlib); packing must be lossless, must
+    # make the file smaller, and a packed policy must load to the same parameters
+    _, path = tiny_run
+    packed = tmp_path / "packed"
+    shutil.copytree(path, packed)
+    raw = (packed / ck.WEIGHTS_NAME).read_bytes()
+    ck.pack_policy(packed)
+    assert not (packed / ck.WEIGHTS_NAME).exists()
+    assert ck.weights_path(packed).name == ck.PACKED_NAME
+    assert ck.weights_bytes(packed) == raw
+    for a, b in zip(_leaves(load_policy(str(path)).params),
+                    _leaves(load_policy(str(packed)).params), strict=True):
+        np.testing.assert_array_equal(a, b)
+    data = (packed / ck.PACKED_NAME).read_bytes()
+    (packed / ck.PACKED_NAME).write_bytes(data[:len(data) // 2])
+    with pytest.raises(JaxplaceError, match="corrupt packed") as e:
+        load_policy(str(packed))
+    assert ck.PACKED_NAME in str(e.value) and "\n" not in str(e.value)
+
+
+def test_shipped_packed_weights_are_smaller_than_msgpack():
+    from jaxplace.policy import DEFAULT_POLICY, default_policy_path
+
+    d = default_policy_path(DEFAULT_POLICY)
+    raw = ck.weights_bytes(d)
+    assert (d / ck.PACKED_NAME).stat().st_size < 0.9 * len(raw)
+
+
 def test_bad_checkpoints_name_the_file(tiny_run, tmp_path):
     _, path = tiny_run
     with pytest.raises(JaxplaceError, match="no such") as e:
@@ -782,7 +811,7 @@ def test_every_recipe_loads_and_its_init_policy_exists():
     fine_tunes = {name: init for name, init in inits.items() if init is not None}
     assert len(fine_tunes) >= 10, inits  # the check below runs
     for name, init in fine_tunes.items():
-        assert (ROOT / init / "params.msgpack").is_file(), (name, init)
+        assert ck.weights_path(ROOT / init).is_file(), (name, init)
 
 
 def _card_command(card: Path) -> tuple[Path, Path]:
@@ -815,7 +844,7 @@ def test_each_policy_card_command_reproduces_the_policy_training_config():
         assert (now["init"] is None) == (was["init"] is None), folder
         if now["init"] is not None:
             assert Path(now["init"]).name == Path(was["init"]).name, folder
-            assert (ROOT / now["init"] / "params.msgpack").is_file(), folder
+            assert ck.weights_path(ROOT / now["init"]).is_file(), folder
         was["init"] = now["init"]
         assert now == was, folder.name
 
@@ -835,7 +864,7 @@ def test_every_recipe_resolves_as_before_the_base_and_overrides():
         if was["init"] is None:
             assert now["init"] is None, path
         else:
-            weights = (ROOT / now["init"] / "params.msgpack").read_bytes()
+            weights = ck.weights_bytes(ROOT / now["init"])
             assert hashlib.sha256(weights).hexdigest() == entry["init_params_sha256"], path
             was["init"] = now["init"]
         assert now == was, path
@@ -899,6 +928,6 @@ def test_the_package_ships_exactly_the_policies_the_routing_selects():
     assert sorted(p.name for p in root.iterdir()) == sorted(SHIPPED_POLICIES)
     for name in SHIPPED_POLICIES:
         files = sorted(p.name for p in (root / name).iterdir())
-        assert files == ["MODEL_CARD.md", "config.json", "params.msgpack"], (name, files)
+        assert files == ["MODEL_CARD.md", "config.json", ck.PACKED_NAME], (name, files)
         pol = load_policy(str(root / name))  # weights match the config's architecture
         assert pol.config.feature_version == F.FEATURE_VERSION, name

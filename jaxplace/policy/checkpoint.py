@@ -2,7 +2,11 @@
 
 A policy directory holds `config.json` ({"format": "jaxplace-policy", "model": the
 `ModelConfig`, "meta": free-form}) and `params.msgpack` (the model's parameters as a
-nested dict). Training checkpoints (`ckpt_<step>.msgpack`) hold the parameters,
+nested dict) or, for the policies shipped in the wheel, `params.planes.zlib`: the same
+arrays with their bytes split into planes (all first bytes, then all second bytes, ...),
+deflated: 13.5% off float32 weights where deflating the msgpack file takes 7% (the
+wheel's size is mostly these files; LZMA takes 14.7% off but unpacks 20x slower, 0.6 s
+a policy). Unpacking gives back the msgpack file byte for byte. Training checkpoints (`ckpt_<step>.msgpack`) hold the parameters,
 optimizer state, PRNG key and step, plus the training config they belong to.
 
 Every failure to read (missing, truncated or corrupt file, another architecture or
@@ -14,6 +18,7 @@ leaves a truncated checkpoint behind.
 from __future__ import annotations
 
 import json
+import zlib
 import os
 import re
 from dataclasses import fields
@@ -31,6 +36,8 @@ FORMAT = "jaxplace-policy"
 TRAIN_FORMAT = "jaxplace-policy-train"
 CONFIG_NAME = "config.json"
 WEIGHTS_NAME = "params.msgpack"
+PACKED_NAME = "params.planes.zlib"
+PACKED_FORMAT = "jaxplace-packed-weights"
 _CKPT = re.compile(r"ckpt_(\d+)\.msgpack$")
 
 
@@ -117,6 +124,7 @@ def save_policy(directory, config: ModelConfig, params: nnx.State,
     d.mkdir(parents=True, exist_ok=True)
     pure = jax.tree.map(np.asarray, nnx.to_pure_dict(params))
     _write_atomic(d / WEIGHTS_NAME, serialization.msgpack_serialize(_flat(pure)))
+    (d / PACKED_NAME).unlink(missing_ok=True)  # else the stale packed weights would win
     doc = {"format": FORMAT, "model": config.to_json(), "meta": meta or {}}
     _write_atomic(d / CONFIG_NAME, (json.dumps(doc, indent=2) + "\n").encode())
     return d
@@ -134,6 +142,67 @@ def _read_json(path: Path) -> dict:
         raise _fail(path, f"not a jaxplace policy config (format "
                           f"{doc.get('format') if isinstance(doc, dict) else None!r})")
     return doc
+
+
+def pack_weights(flat: dict) -> bytes:
+    """LZMA of the arrays of `flat` ({name: array}) with each array's bytes in planes."""
+    arrays = []
+    for name, value in flat.items():
+        a = np.ascontiguousarray(value)
+        planes = a.reshape(-1).view(np.uint8).reshape(-1, a.dtype.itemsize).T.tobytes()
+        arrays.append([name, a.dtype.str, list(a.shape), planes])
+    doc = serialization.msgpack_serialize({"format": PACKED_FORMAT, "arrays": arrays})
+    return zlib.compress(doc, 9)
+
+
+def unpack_weights(path: Path, data: bytes) -> dict:
+    """{name: array} from the bytes of a packed weights file (errors name `path`)."""
+    try:
+        doc = serialization.msgpack_restore(zlib.decompress(data))
+        if doc.get("format") != PACKED_FORMAT:
+            raise ValueError("format")
+        out = {}
+        for name, dtype, shape, planes in doc["arrays"]:
+            dt = np.dtype(dtype)
+            raw = np.frombuffer(planes, np.uint8).reshape(dt.itemsize, -1).T
+            out[name] = np.ascontiguousarray(raw).view(dt).reshape(shape)
+        return out
+    except Exception as e:  # zlib, msgpack and reshape raise unrelated types on bad bytes
+        raise _fail(path, f"truncated or corrupt packed weights file ({type(e).__name__})") \
+            from None
+
+
+def weights_path(directory) -> Path:
+    """The weights file of a policy directory: the packed one where it exists."""
+    d = Path(directory)
+    return d / PACKED_NAME if (d / PACKED_NAME).is_file() else d / WEIGHTS_NAME
+
+
+def read_weights(directory) -> dict:
+    """{"a/b/kernel": array} of a policy directory, from either weights file."""
+    path = weights_path(directory)
+    if path.name == PACKED_NAME:
+        return unpack_weights(path, path.read_bytes())
+    return _read_msgpack(path)
+
+
+def weights_bytes(directory) -> bytes:
+    """The directory's weights as `params.msgpack` bytes (unpacked where packed)."""
+    return serialization.msgpack_serialize(read_weights(directory))
+
+
+def pack_policy(directory) -> Path:
+    """Replace `params.msgpack` by `params.planes.zlib`, after checking that unpacking
+    gives back the same bytes."""
+    d = Path(directory)
+    raw = (d / WEIGHTS_NAME).read_bytes()
+    flat = _read_msgpack(d / WEIGHTS_NAME)
+    packed = pack_weights(flat)
+    if serialization.msgpack_serialize(unpack_weights(d / PACKED_NAME, packed)) != raw:
+        raise _fail(d / WEIGHTS_NAME, "packing does not give back the same bytes")
+    _write_atomic(d / PACKED_NAME, packed)
+    (d / WEIGHTS_NAME).unlink()
+    return d / PACKED_NAME
 
 
 def _read_msgpack(path: Path) -> dict:
@@ -163,13 +232,13 @@ def _unflatten(flat: dict) -> dict:
 def read_policy(path) -> tuple[ModelConfig, nnx.State, dict]:
     """(config, params, meta) of the policy directory `path` (or a file inside it)."""
     p = Path(path)
-    d = p.parent if p.suffix in (".json", ".msgpack") else p
+    d = p.parent if p.suffix in (".json", ".msgpack", ".zlib") else p
     if not d.exists():
         raise _fail(d, "no such policy directory")
     doc = _read_json(d / CONFIG_NAME)
     cfg = config_from_json(d / CONFIG_NAME, doc.get("model"))
-    flat = _read_msgpack(d / WEIGHTS_NAME)
-    params = check_params(d / WEIGHTS_NAME, cfg, _unflatten(flat))
+    flat = read_weights(d)
+    params = check_params(weights_path(d), cfg, _unflatten(flat))
     return cfg, params, doc.get("meta", {})
 
 
