@@ -49,7 +49,8 @@ class BbrConfig:
         min_check: seconds; with less time left no check starts.
         max_memo: refuted states remembered (each ~100-200 bytes).
         prove_first: try the best split's cost first (proves it optimal when BB&R is
-            fast enough; otherwise that check's budget is `share` of the limit).
+            fast enough), and again after each better split it finds (a descent).
+        descent: the share of the time limit those checks may take in all.
     """
 
     step: float = 0.01
@@ -57,6 +58,7 @@ class BbrConfig:
     min_check: float = 0.05
     max_memo: int = 1_000_000
     prove_first: bool = True
+    descent: float = 0.3
 
 
 @dataclass
@@ -219,10 +221,13 @@ def _left(deadline: float) -> float:
 
 
 def _climb(out: BbrResult, ask, deadline: float, config: BbrConfig) -> None:
-    """Guess and check between out.lower_bound and out.cost (module doc)."""
+    """Guess and check between out.lower_bound and out.cost (module doc). While the
+    guess just under the best split keeps finding better splits it is asked again (a
+    descent, as in BB&R for SALBP-2), for at most `config.descent` of the time."""
     top = out.cost  # the upper end: the best cost, or a guess left unanswered
     step = config.step * out.lower_bound
-    first = config.prove_first
+    prove = config.prove_first
+    descent_left = config.descent * max(0.0, _left(deadline))
     while True:
         hi = out.cost
         target = hi * (1 - OPTIMAL_RTOL)
@@ -232,15 +237,23 @@ def _climb(out: BbrResult, ask, deadline: float, config: BbrConfig) -> None:
         left = _left(deadline)
         if left < config.min_check:
             return
-        if first:  # try to prove the split optimal at once
-            T, first = target, False
+        proving = prove and descent_left > config.min_check
+        if proving:  # try to prove the split optimal
+            T = target
         elif top >= hi:  # climb by the step; near the split, try to prove it
             T = target if hi - out.lower_bound <= 4 * step else out.lower_bound + step
         else:  # below a guess left unanswered: never past the middle
             T = min(out.lower_bound + max(step, 1e-12 * hi), 0.5 * (out.lower_bound + top))
             if top - out.lower_bound <= OPTIMAL_RTOL * hi:
                 return
-        ans = ask(T, max(config.min_check, left * config.share))
+        t1 = time.perf_counter()
+        budget = left * config.share
+        if proving:
+            budget = min(budget, descent_left)
+        ans = ask(T, max(config.min_check, budget))
+        if proving:
+            descent_left -= time.perf_counter() - t1
+        prove = proving and ans == "feasible"
         if ans == "refuted":
             out.lower_bound = max(out.lower_bound, T)
             step *= 2

@@ -28,10 +28,15 @@ smaller remaining set can cost more).
 
 from __future__ import annotations
 
+import itertools
 import time
 from dataclasses import dataclass, field
 
 from jaxplace.exact.bbr_model import Model, TData
+
+
+#: Blocks listed at a time at a node before its children are searched.
+CHUNK = 256
 
 
 class Memo:
@@ -86,7 +91,6 @@ class _Search:
     max_nodes: float
     stats: CheckStats = field(default_factory=CheckStats)
     cI: list = field(default_factory=list)  # per group: atoms in the placed ideal
-    cS: list = field(default_factory=list)  # per group: atoms in the growing block
     total_work: float = 0.0
     total_easy: float = 0.0
     total_forced: float = 0.0  # CPU latency of the atoms only a CPU may hold
@@ -107,7 +111,6 @@ def check(model: Model, td: TData, memo: Memo, deadline: float = float("inf"),
         return None
     s = _Search(m, td, memo, deadline, max_nodes, stats or CheckStats())
     s.cI = [0] * len(m.gsize)
-    s.cS = [0] * len(m.gsize)
     s.total_work = sum(m.work)
     s.total_easy = sum(m.easy)
     s.total_forced = sum(c for c, b in zip(m.cpu, m.bad, strict=True) if b)
@@ -187,25 +190,31 @@ def _node(s: _Search, I: int, a: int, c: int, sums: _Sums):
     if s.stats.nodes > s.max_nodes or not s.stats.nodes & 255:
         _tick(s)
     d = (m.K - a) + (m.C - c)
-    cands: list = []
     ready = _ready(m, I)
+    cS = [0] * len(m.gsize)  # this node's growing block (its generators are suspended
+    # while the children below use their own)
+    gens = []
     if a:
-        _grow_acc(s, I, a, c, d, sums, ready, cands)
+        gens.append(_grow_acc(s, I, a, c, d, sums, ready, cS))
     if c:
-        _grow_cpu(s, I, a, c, d, sums, ready, cands)
-    cands.sort(key=lambda x: -x[0])
-    for _, S, on_cpu, child in cands:
-        key = (I | S, a - (not on_cpu), c - on_cpu)
-        if s.memo.refuted(key, s.td.T):
-            continue
-        _place(s, S, +1)
-        try:
-            rest = _node(s, I | S, key[1], key[2], child)
-        finally:
-            _place(s, S, -1)
-        if rest is not None:
-            return [(S, on_cpu), *rest]
-        s.memo.store(key, s.td.T)
+        gens.append(_grow_cpu(s, I, a, c, d, sums, ready, cS))
+    for gen in gens:
+        # blocks come in chunks, fullest first within a chunk: the search goes deep
+        # before a node's blocks are all listed (there can be millions)
+        while chunk := list(itertools.islice(gen, CHUNK)):
+            chunk.sort(key=lambda x: -x[0])
+            for _, S, on_cpu, child in chunk:
+                key = (I | S, a - (not on_cpu), c - on_cpu)
+                if s.memo.refuted(key, s.td.T):
+                    continue
+                _place(s, S, +1)
+                try:
+                    rest = _node(s, I | S, key[1], key[2], child)
+                finally:
+                    _place(s, S, -1)
+                if rest is not None:
+                    return [(S, on_cpu), *rest]
+                s.memo.store(key, s.td.T)
     return None
 
 
@@ -226,15 +235,16 @@ def _place(s: _Search, S: int, sign: int) -> None:
 
 
 def _grow_acc(s: _Search, I: int, a: int, c: int, d: int, sums: _Sums, ready: int,
-              cands: list) -> None:
-    """Append (score, S, False, child sums) for every accelerator block from I that
-    costs at most Tc and passes the child's bounds."""
+              cS: list):
+    """Yield (score, S, False, child sums) for every accelerator block from I that
+    costs at most Tc and passes the child's bounds; `cS` counts the block's atoms per
+    tensor group."""
     m, td = s.m, s.td
     Tc = td.Tc
     allowed = m.full if td.allowed is None else td.allowed[min(d, len(td.allowed) - 1)]
     required = 0 if td.required is None else td.required[min(d, len(td.required) - 1)]
     ready &= allowed & ~m.bad_mask
-    cI, cS, groups, gsize, gcount = s.cI, s.cS, m.groups, m.gsize, m.gcount
+    cI, groups, gsize, gcount = s.cI, m.groups, m.gsize, m.gcount
     work_, param_, pred, succ = m.work, m.param, m.pred, m.succ
     cap, mem, B = m.cap, m.memory, m.bandwidth
     easy_, bad_ = m.easy, m.bad
@@ -324,21 +334,21 @@ def _grow_acc(s: _Search, I: int, a: int, c: int, d: int, sums: _Sums, ready: in
                 child = _Sums(sums.work + w, sums.easy + e2, sums.forced, sums.sup + w,
                               sums.cut + dcut2)
                 if _fits(s, J2, a - 1, c, child) and not dominated(S2, J2, r2, w, p, io2):
-                    cands.append((w, S2, False, child))
-            grow(S2, J2, v, w, p, io2, fixed2, dcut2, e2, r2, tuple(still))
+                    yield (w, S2, False, child)
+            yield from grow(S2, J2, v, w, p, io2, fixed2, dcut2, e2, r2, tuple(still))
             for g in groups[v]:
                 cS[g] -= 1
 
-    grow(0, I, -1, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, ready, ())
+    yield from grow(0, I, -1, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, ready, ())
 
 
 def _grow_cpu(s: _Search, I: int, a: int, c: int, d: int, sums: _Sums, ready: int,
-              cands: list) -> None:
-    """Append (score, S, True, child sums) for every CPU block from I whose CPU latency
+              cS: list):
+    """Yield (score, S, True, child sums) for every CPU block from I whose CPU latency
     is at most Tc and that passes the child's bounds (no windows: CPU problems)."""
     m, Tc = s.m, s.td.Tc
     cpu_, work_, easy_, pred, succ, bad_ = m.cpu, m.work, m.easy, m.pred, m.succ, m.bad
-    cI, cS, groups, gsize, gcount = s.cI, s.cS, m.groups, m.gsize, m.gcount
+    cI, groups, gsize, gcount = s.cI, m.groups, m.gsize, m.gcount
 
     def grow(S: int, J: int, last: int, lat: float, work: float, easy: float,
              forced: float, sup: float, dcut: float, rdy: int) -> None:
@@ -370,9 +380,9 @@ def _grow_cpu(s: _Search, I: int, a: int, c: int, d: int, sums: _Sums, ready: in
             child = _Sums(sums.work + w2, sums.easy + e2, sums.forced + f2,
                           sums.sup + s2, sums.cut + dc)
             if _fits(s, J2, a, c - 1, child):
-                cands.append((t, S2, True, child))
-            grow(S2, J2, v, t, w2, e2, f2, s2, dc, r2)
+                yield (t, S2, True, child)
+            yield from grow(S2, J2, v, t, w2, e2, f2, s2, dc, r2)
             for g in groups[v]:
                 cS[g] -= 1
 
-    grow(0, I, -1, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, ready)
+    yield from grow(0, I, -1, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, ready)
