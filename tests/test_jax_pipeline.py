@@ -52,13 +52,19 @@ def test_stages_equal_the_program(k):
     _close(run_stages(plan, x2, params=p2), _program(p2, x2))
 
 
-def test_stage_reads_come_from_earlier_stages():
+def test_stages_read_from_earlier_stages_and_hold_their_own_parameters():
     p, x = _params(), jnp.ones((4, 16))
     plan = plan_jax(_program, x, params=p, k=3)
+    stages = stage_functions(plan)
+    assert len(stages) == 3
     made: set[int] = set(plan.program.invals)
-    for _, reads, sends in stage_functions(plan):
-        assert set(reads) <= made
-        made |= set(sends)
+    for st in stages:
+        assert set(st.reads) <= made
+        made |= set(st.sends)
+    # each of w1, w2 (through its folded transpose/reshape) and b is read by one op
+    held = [v for st in stages for v in st.params]
+    assert sorted(held) == sorted(v for v in plan.program.invals
+                                  if plan.program.kind[v] == "p")
 
 
 NNX_SCRIPT = textwrap.dedent("""

@@ -192,9 +192,20 @@ def _callable(fn, params):
     return fn, params
 
 
-def stage_functions(plan: JaxPlan) -> list[tuple[Callable, list[int], list[int]]]:
-    """Per stage (f, reads, sends): f(param_leaves, received) -> sent, where received
-    and sent are tuples of values for the value ids `reads` and `sends`."""
+@dataclass(frozen=True)
+class Stage:
+    """One stage: `fn(param_values, received) -> sent`, the tuples holding the values
+    of the value ids `params` (parameter leaves it reads), `reads` (program inputs and
+    values earlier stages made) and `sends` (values later stages or the outputs read)."""
+
+    fn: Callable
+    params: tuple[int, ...]
+    reads: tuple[int, ...]
+    sends: tuple[int, ...]
+
+
+def stage_functions(plan: JaxPlan) -> list[Stage]:
+    """The stages of the plan, in pipeline order."""
     prog, stage = plan.program, plan.stage_of_eqn()
     k = plan.num_stages
     producer = {o: stage[i] for i, e in enumerate(prog.eqns) if e.node is not None
@@ -205,16 +216,31 @@ def stage_functions(plan: JaxPlan) -> list[tuple[Callable, list[int], list[int]]
         if e.node is not None:
             needs[stage[i]].update(r for r in e.ins if not isinstance(r, tuple))
     needs[k].update(r for r in prog.outvals if not isinstance(r, tuple))
+    leaves = {v for v in prog.invals if prog.kind[v] == "p"}
     out = []
     for s in range(k):
         mine = [e for i, e in enumerate(prog.eqns) if stage[i] == s]
         made = {o for e in mine for o in e.outs}
-        reads = sorted(v for v in needs[s] if producer.get(v, s) < s
-                       or prog.kind[v] == "x")
+        reads = tuple(sorted(v for v in needs[s] if producer.get(v, s) < s
+                             or prog.kind[v] == "x"))
         later = set().union(*needs[s + 1:])
-        sends = sorted(v for v in made if v in later)
-        out.append((_stage_fn(prog, mine, folds, reads, sends), reads, sends))
+        sends = tuple(sorted(v for v in made if v in later))
+        params = tuple(sorted(_param_leaves(needs[s], folds, leaves)))
+        out.append(Stage(_stage_fn(prog, mine, folds, params, reads, sends), params,
+                         reads, sends))
     return out
+
+
+def _param_leaves(refs, folds: dict, leaves: set[int]) -> set[int]:
+    """The parameter leaves behind value ids `refs`, through folded parameter views."""
+    found, todo = set(), [r for r in refs if not isinstance(r, tuple)]
+    while todo:
+        v = todo.pop()
+        if v in leaves:
+            found.add(v)
+        elif v in folds:
+            todo += [r for r in folds[v].ins if not isinstance(r, tuple)]
+    return found
 
 
 def _value(prog: FlatProgram, folds: dict, v: int, env: dict, params: dict):
@@ -236,9 +262,9 @@ def _read(prog, folds, r, env, params):
     return r[1] if isinstance(r, tuple) else _value(prog, folds, r, env, params)
 
 
-def _stage_fn(prog, mine, folds, reads, sends):
-    def f(leaves, received):
-        params = dict(zip(prog.invals, leaves, strict=False))
+def _stage_fn(prog, mine, folds, param_ids, reads, sends):
+    def f(param_vals, received):
+        params = dict(zip(param_ids, param_vals, strict=True))
         env = dict(zip(reads, received, strict=True))
         for e in mine:
             env.update(zip(e.outs, _bind(e.eqn, [_read(prog, folds, r, env, params)
@@ -262,13 +288,13 @@ def run_stages(plan: JaxPlan, *args, params: Any = None, devices=None):
     if len(leaves) != len(prog.invals):
         raise JaxplaceError(f"{len(leaves)} input leaves for a program traced with "
                             f"{len(prog.invals)}", field="args")
-    n_params = sum(1 for v in prog.invals if prog.kind[v] == "p")
     store = dict(zip(prog.invals, leaves, strict=True))
-    for s, (f, reads, sends) in enumerate(stage_functions(plan)):
+    for s, st in enumerate(stage_functions(plan)):
         dev = devices[s % len(devices)]
-        got = jax.jit(f)(jax.device_put(leaves[:n_params], dev),
-                         tuple(jax.device_put(store[v], dev) for v in reads))
-        store.update(zip(sends, got, strict=True))
+        put = [jax.device_put(store[v], dev) for v in st.params]
+        got = jax.jit(st.fn)(tuple(put), tuple(jax.device_put(store[v], dev)
+                                               for v in st.reads))
+        store.update(zip(st.sends, got, strict=True))
     folds = {o: e for e in prog.eqns if e.node is None for o in e.outs}
     params_map = dict(zip(prog.invals, leaves, strict=True))
     outs = [_read(prog, folds, r, store, params_map) for r in prog.outvals]
