@@ -83,10 +83,10 @@ DEFAULT_SIGINT = [sys.executable, "-c", "import os, signal, sys; "
                   "os.execv(sys.executable, [sys.executable] + sys.argv[1:])"]
 
 
-def _fake(path, mode, out):
+def _fake(path, mode, out, options=("-k", "4")):
     env = _env(FAKE=mode)
-    proc = subprocess.Popen([*DEFAULT_SIGINT, "-c", FAKE, "partition", str(path), "-k",
-                             "4", "-o", str(out)], stdout=subprocess.PIPE,
+    proc = subprocess.Popen([*DEFAULT_SIGINT, "-c", FAKE, "partition", str(path), *options,
+                             "-o", str(out)], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=env)
     line = proc.stderr.readline()
     assert line.strip() == "READY", line + proc.stderr.read()
@@ -108,6 +108,23 @@ def test_sigint_with_a_stuck_search_keeps_the_incumbent(tmp_path, graphs):
     assert "(interrupted)" in stdout and "stage" in stdout and f"wrote {out}" in stdout
     data = _valid_result(out, 30)
     assert data["stopped"] == "interrupted" and data["evaluations"] == 123
+
+
+@pytest.mark.parametrize("options, cost", [
+    (("--cluster", "moirai_inter"), "bottleneck"),  # unequal devices: the row + device keys
+    (("--cluster", "moirai_inter", "--objective", "latency"), "makespan"),
+])
+def test_sigint_keeps_the_incumbent_of_every_objective(tmp_path, graphs, options, cost):
+    """One Ctrl-C path for every objective: the stuck search's incumbent is decoded by
+    the objective's own reference, printed and written; exit 130."""
+    out = tmp_path / "r.json"
+    proc = _fake(graphs[30], "incumbent", out, options)
+    rc, stdout, stderr, dt = _interrupt(proc)
+    assert rc == 130 and "Traceback" not in stderr, (rc, stderr)
+    assert "(interrupted)" in stdout and f"{cost} " in stdout and f"wrote {out}" in stdout
+    data = json.loads(out.read_text())
+    assert len(data["assignment"]) == 30 and data["stopped"] == "interrupted"
+    assert np.isfinite(data[cost]) and data["evaluations"] == 123
 
 
 def test_sigint_before_a_first_solution_writes_nothing(tmp_path, graphs):

@@ -3,7 +3,6 @@ node-link JSON computation graph costed with the roofline model."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 from jaxplace.cli.args import (
@@ -77,8 +76,7 @@ def run(args) -> int:
         except Stopped:
             graph = None
         if runner.interrupted:
-            print("jaxplace: interrupted; nothing written", file=sys.stderr)
-            return 130
+            return runner.nothing_written("the import was complete")
     write_graph_json(graph, out)
     if args.quiet:
         print(f"wrote {out}: {graph.num_nodes} ops")
