@@ -46,7 +46,7 @@ def test_tiny_decoder_part(tmp_path):
         # float32 against the float64 reference (FLOAT32_RTOL)
         assert r["max_rel_error"] <= 1e-5
     assert "| fused |" in md and md.strip() in out
-    assert "train" not in rec and "suite" not in rec
+    assert "train" not in rec and "suite" not in rec and "islands" not in rec
 
 
 def test_bad_part_is_one_line_exit_2(tmp_path):
@@ -63,15 +63,17 @@ def test_markdown_of_failed_and_skipped_parts():
                decoder=[dict(n=200, impl="fused", P=10, error="CompileError: no"),
                         dict(n=200, impl="lanes", P=10, skipped="predicted 99 s > 60 s")],
                train=dict(recipe="r.json", error="ValueError: x"),
-               suite=dict(count=30, error="JaxplaceError: worker failed"))
+               suite=dict(count=30, error="JaxplaceError: worker failed"),
+               islands=dict(count=30, error="XlaRuntimeError: out of memory"))
     md = markdown(rec)
     assert "CompileError: no" in md and "predicted 99 s" in md
-    assert "ValueError: x" in md and "worker failed" in md
+    assert "ValueError: x" in md and "worker failed" in md and "out of memory" in md
 
 
 @pytest.mark.heavy
 def test_tiny_all_parts(tmp_path):
-    """Training step and the suite (one graph, C++ peer when g++ is there): minutes."""
+    """Training step, the suite (one graph, C++ peer when g++ is there) and the island
+    search: minutes."""
     rec, md, _ = _bench(tmp_path)
     assert rec["train"]["step_s"] > 0, rec["train"]
     su = rec["suite"]
@@ -80,3 +82,7 @@ def test_tiny_all_parts(tmp_path):
     if "total_s" in su["cpp"]:
         assert su["cost_ratio"] > 0
     assert "Regal-time suite" in md
+    isl = rec["islands"]
+    assert "error" not in isl and isl["repeatable"] and np.isfinite(isl["costs"][0]), isl
+    if "total_s" in su["cpp"]:
+        assert isl["cost_ratio"] > 0

@@ -16,6 +16,9 @@ stopped by a timeout keeps the parts before):
 3. suite: the regal-time suite (`bench batch`) through `search_many` in a fresh
    worker (cold wall from the worker's start, warm wall, compile ~ cold - warm)
    against the C++ brkga-10000 peer built and run on the same host.
+4. islands: the same graphs through `jaxplace.search.islands.island_search` (wide
+   island BRKGA populations, all problems in one call), cold and warm, cost against
+   the suite part's C++ costs.
 
 Sizes: `gpu` (P = 10^4, 10^5, 10^6 at n = 200 and 1,000; 30 graphs), `small` (what
 a CPU runs in minutes; the fused kernel then runs in Pallas's interpret mode, at
@@ -42,15 +45,16 @@ HELP = ("GPU figures in one run: decoder candidates/s (lanes vs fused), one trai
         "step, the regal-time suite via search_many vs C++ brkga-10000")
 
 #: name: decoder sizes (n list, P list, float64 sample rows), fused interpret cap,
-#: training chunk, suite graphs
+#: training chunk, suite graphs, island search (islands, population, generations)
 SIZES = {
     "gpu": dict(ns=(200, 1000), pops=(10_000, 100_000, 1_000_000), sample=(64, 16),
-                interpret_max=0, chunk=10, suite=30),
+                interpret_max=0, chunk=10, suite=30, islands=(4, 2048, 40)),
     "small": dict(ns=(200,), pops=(256, 2_048, 16_384), sample=(32,), interpret_max=256,
-                  chunk=2, suite=3),
-    "tiny": dict(ns=(24,), pops=(40,), sample=(8,), interpret_max=64, chunk=1, suite=1),
+                  chunk=2, suite=3, islands=(2, 32, 4)),
+    "tiny": dict(ns=(24,), pops=(40,), sample=(8,), interpret_max=64, chunk=1, suite=1,
+                 islands=(2, 8, 2)),
 }
-PARTS = ("decoder", "train", "suite")
+PARTS = ("decoder", "train", "suite", "islands")
 IMPLS = ("lanes", "fused")
 K = 16
 
@@ -235,6 +239,34 @@ def suite_rows(count: int, seed: int) -> dict:
     return out
 
 
+def islands_row(count: int, seed: int, shape: tuple, cpp_costs=None) -> dict:
+    """`island_search` over the suite's graphs, twice in this process (cold: with
+    the compile; warm), cost against the C++ peer's costs when given."""
+    from jaxplace.bench import batch
+    from jaxplace.bench.search_time import instances
+    from jaxplace.problem import Problem
+    from jaxplace.search.islands import IslandSettings, island_search
+
+    islands, population, generations = shape
+    probs = [Problem(g, k) for _, g, k in instances(count, [4, 8, 16], seed)]
+    s = IslandSettings(islands=islands, population=population,
+                       migrate_every=min(10, max(generations, 1)))
+    t0 = time.perf_counter()
+    rs = island_search(probs, generations=generations, seed=seed, settings=s)
+    cold = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    again = island_search(probs, generations=generations, seed=seed, settings=s)
+    warm = time.perf_counter() - t0
+    costs = [r.cost for r in rs]
+    out = dict(count=count, islands=islands, population=population,
+               generations=generations, evaluations=rs[0].evaluations, cold_s=cold,
+               warm_s=warm, compile_s=max(cold - warm, 0.0), costs=costs,
+               repeatable=all(a.cost == b.cost for a, b in zip(rs, again, strict=True)))
+    if cpp_costs is not None and len(cpp_costs) == count:
+        out["cost_ratio"] = batch._gm(np.asarray(costs) / np.asarray(cpp_costs, np.float64))
+    return out
+
+
 def _f(x, fmt: str) -> str:
     return "-" if x is None else format(x, fmt)
 
@@ -290,6 +322,21 @@ def markdown(rec: dict) -> str:
             if "skipped" in cpp:
                 lines.append(f"C++ peer: {cpp['skipped']}")
         lines.append("")
+    isl = rec.get("islands")
+    if isl is not None:
+        lines += [f"## Island BRKGA over the suite's {isl.get('count')} graphs "
+                  "(jaxplace.search.islands, one process)", ""]
+        if "error" in isl:
+            lines.append(isl["error"])
+        else:
+            lines.append(
+                f"{isl['islands']} islands x {isl['population']} per problem, "
+                f"{isl['generations']} generations ({isl['evaluations']:,} evaluations per "
+                f"problem): cold {isl['cold_s']:.1f} s, warm {isl['warm_s']:.1f} s "
+                f"(compile ~{isl['compile_s']:.1f} s); cost / C++ "
+                f"{_f(isl.get('cost_ratio'), '.4f')}; same costs on the second run: "
+                f"{isl['repeatable']}")
+        lines.append("")
     return "\n".join(lines)
 
 
@@ -330,13 +377,21 @@ def run(args) -> int:
         except Exception as exc:  # noqa: BLE001
             rec["suite"] = dict(count=count, error=f"{type(exc).__name__}: {exc}")
         save()
+    if "islands" in parts:
+        count = args.suite_count or cfg["suite"]
+        cpp = rec.get("suite", {}).get("cpp", {}).get("costs")
+        try:
+            rec["islands"] = islands_row(count, args.seed, cfg["islands"], cpp)
+        except Exception as exc:  # noqa: BLE001
+            rec["islands"] = dict(count=count, error=f"{type(exc).__name__}: {exc}")
+        save()
     print(markdown(rec))
     print(f"wrote {out / 'bench_gpu.json'} and {out / 'bench_gpu.md'}")
     return 0
 
 
-__all__ = ["HELP", "SIZES", "add_arguments", "decoder_rows", "markdown", "max_rel_error",
-           "run", "suite_rows", "train_row"]
+__all__ = ["HELP", "SIZES", "add_arguments", "decoder_rows", "islands_row", "markdown",
+           "max_rel_error", "run", "suite_rows", "train_row"]
 
 
 def _main(argv=None) -> int:
