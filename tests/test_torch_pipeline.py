@@ -169,3 +169,17 @@ def test_a_module_already_split_by_pipeline_is_cleaned_for_the_stages():
         pickle.loads(pickle.dumps(m))  # what a spawned stage process would do
     clean = pickle.loads(pickle.dumps(without_split_wrappers(m)))
     assert pipeline(clean, mb_args=(x[:2],), split_spec=plan.split_spec).num_stages == 3
+
+
+def test_without_torch_the_error_names_the_extra():
+    import subprocess
+    import sys
+
+    code = ("import sys; sys.modules['torch'] = None\n"
+            "import jaxplace as jp\n"
+            "from jaxplace.torch import plan_pipeline\n"
+            "try:\n    plan_pipeline(object(), (), k=2)\n"
+            "except jp.JaxplaceError as e:\n    print(e)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120)
+    assert "pip install 'jaxplace[torch]'" in out.stdout, out.stderr[-2000:]

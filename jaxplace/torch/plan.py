@@ -22,7 +22,7 @@ from jaxplace.graph import CompGraph
 from jaxplace.importers.builder import US
 from jaxplace.importers.devices import DeviceProfile, get_device
 from jaxplace.pipeline.chain import ChainSplit, plan_chain, split_from_starts
-from jaxplace.torch.trace import TracedOp, from_torch
+from jaxplace.torch.trace import TracedOp, from_torch, require_torch
 
 _NUMBERED = re.compile(r"^(?P<parent>.+)\.\d+$")
 
@@ -172,6 +172,7 @@ def plan_pipeline(module, example_args: Sequence, k: int, *, device: str | Devic
         balance_target: max/mean above which, when the op-level split is better, the
             plan notes that module boundaries are too coarse.
     """
+    require_torch()
     from torch.distributed.pipelining import SplitPoint
 
     if objective not in OBJECTIVES:

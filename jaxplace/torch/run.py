@@ -22,6 +22,7 @@ import numpy as np
 
 from jaxplace.errors import JaxplaceError
 from jaxplace.torch.plan import PipelinePlan
+from jaxplace.torch.trace import require_torch
 
 
 @dataclass(frozen=True)
@@ -121,7 +122,7 @@ def run_pipeline(plan: PipelinePlan, module, args: Sequence, *, n_microbatches: 
         timeout: seconds for the whole run; past it the processes are killed and a
             JaxplaceError raised.
     """
-    import torch
+    torch = require_torch()
     import torch.multiprocessing as mp
     from torch.multiprocessing.spawn import ProcessException
 

@@ -28,6 +28,16 @@ class TracedOp:
     modules: tuple[str, ...]  # FQNs of the enclosing modules, outermost first
 
 
+def require_torch():
+    """The torch module, or a one-line error naming the extra to install."""
+    try:
+        import torch
+    except ImportError as exc:
+        raise JaxplaceError("jaxplace.torch needs PyTorch: pip install 'jaxplace[torch]'"
+                            ) from exc
+    return torch
+
+
 def _tensors(v) -> list:
     import torch
 
@@ -64,8 +74,7 @@ def from_torch(module, example_args: Sequence, example_kwargs: dict | None = Non
     """Trace `module(*example_args, **example_kwargs)` and return its op graph (units
     as `jaxplace.importers.from_jax`: work in us, tensor sizes in us of link time,
     `size_param` in bytes) and the ops in program order."""
-    import torch
-
+    torch = require_torch()
     dev = get_device(device)
     ep = export_module(module, example_args, example_kwargs)
     b = GraphBuilder(dev)
