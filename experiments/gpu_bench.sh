@@ -2,9 +2,9 @@
 # The one prepared GPU benchmark of issue 52: `jaxplace bench gpu` on a lent GPU, the
 # JSON + markdown table and the log written to $OUT. One device call:
 #
-#   run(command="bash experiments/gpu_bench.sh 500", timeout_s=560, carry=[".whl"])
+#   run(command="bash experiments/gpu_bench.sh 300", timeout_s=400, carry=[".whl"])
 #
-# TOTAL (default 500 s) bounds the bench; under it the bench's own parts are written as
+# TOTAL (default 300 s) bounds the bench; under it the bench's own parts are written as
 # they finish, so a timeout keeps the parts done before. Keep timeout_s above TOTAL and
 # leave device time for a second call.
 #
@@ -19,7 +19,7 @@
 # which flags give run-to-run identical results and what they cost); PARTS overrides
 # the bench's parts (default all three: decoder,train,suite).
 set -u
-TOTAL=${1:-500}
+TOTAL=${1:-300}
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1

@@ -277,7 +277,8 @@ def markdown(rec: dict) -> str:
     m = rec["machine"]
     lines = [f"# jaxplace bench gpu ({rec['size']}), {m['date']}", "",
              f"{m['device']} ({m['platform']}, {m['devices']} device(s)), jax {m['jax']}, "
-             f"host {m['host']} ({m['cpus']} CPUs, load {m['load'][0]:.2f})", ""]
+             f"host {m['host']} ({m['cpus']} CPUs, load {m['load'][0]:.2f} at the start"
+             + (f", {m['load_end'][0]:.2f} at the end" if "load_end" in m else "") + ")", ""]
     dec = rec.get("decoder")
     if dec is not None:
         rows = []
@@ -385,6 +386,8 @@ def run(args) -> int:
         except Exception as exc:  # noqa: BLE001
             rec["islands"] = dict(count=count, error=f"{type(exc).__name__}: {exc}")
         save()
+    rec["machine"]["load_end"] = list(os.getloadavg())
+    save()
     print(markdown(rec))
     print(f"wrote {out / 'bench_gpu.json'} and {out / 'bench_gpu.md'}")
     return 0
