@@ -53,9 +53,9 @@ QUICK_SEARCHED = 2
 UNEQUAL = {"devices": [{"name": "fast", "peak_flops": 4e12, "mem_bw": 1e12, "memory": 60.0},
                        {"name": "slow", "peak_flops": 1e12, "mem_bw": 1e12, "memory": 60.0}],
            "bandwidth": [[0, 40.0], [20.0, 0]], "latency": 0.01}
-UNIFORM = {"devices": [{"name": "a", "peak_flops": 2e12, "mem_bw": 1e12, "memory": 60.0},
-                       {"name": "b", "peak_flops": 2e12, "mem_bw": 1e12, "memory": 60.0}],
-           "bandwidth": [[0, 30.0], [30.0, 0]], "latency": 0.01}
+UNIFORM = {"devices": [{"name": "a", "profile": "h100", "memory": 60.0},
+                       {"name": "b", "profile": "h100", "memory": 60.0}],
+           "bandwidth": 30.0, "latency": 0.01}
 #: unequal devices whose memory (bytes: the tiny graphs' parameters) packs tightly
 TIGHT = {**UNEQUAL, "devices": [{**d, "memory": 7.0} for d in UNEQUAL["devices"]]}
 

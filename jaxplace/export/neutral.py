@@ -15,6 +15,7 @@ from jaxplace.errors import JaxplaceError
 from jaxplace.export.onnx_stages import (
     cut_stages,
     find_model,
+    pipeline_order,
     result_devices,
     result_op_blocks,
     tensor_bytes,
@@ -44,7 +45,7 @@ def neutral_plan(result: Mapping, result_path: str = "result", *,
     dims = {**((result.get("source_model") or {}).get("dims") or {}), **(dim_values or {})}
     tensors = _model_tensors(result, result_path, model, dims, op_block)
     if tensors is None:
-        tensors = _graph_tensors(result, op_block)
+        tensors = _graph_tensors(result, op_block, result_path)
     order = tensors.pop("order", None) if tensors else None
     order = order or blocks
     stages = []
@@ -92,7 +93,7 @@ def _model_tensors(result, result_path, model, dim_values, op_block):
             "unit": "bytes"}
 
 
-def _graph_tensors(result, op_block):
+def _graph_tensors(result, op_block, result_path="result"):
     src = result.get("source")
     if not isinstance(src, str) or not os.path.isfile(src) or \
             src.lower().endswith(".onnx") or "original_ops" in result:
@@ -119,4 +120,8 @@ def _graph_tensors(result, op_block):
             ins.setdefault(b, []).append({"tensor": t, "producer": ids[p], "size": size,
                                           "from_block": block[p]})
     unit = g.meta.get("size_out_unit") or "the graph's size unit"
-    return {"inputs": ins, "outputs": outs, "unit": unit}
+    out = {"inputs": ins, "outputs": outs, "unit": unit}
+    if "transfers" not in result:  # pipeline stages (not a schedule's devices): in order
+        deps = {b: {e["from_block"] for e in ins.get(b, ())} for b in set(block)}
+        out["order"] = pipeline_order(deps, result_path)
+    return out

@@ -78,7 +78,7 @@ def cut_stages(model, op_block: Mapping[str, int], source: str = "result") -> li
     deps: dict[int, set[int]] = {b: set() for b in cuts}
     for cut in cuts.values():
         _close(g, cut, block_of, producer, inits, graph_inputs, deps[cut.block])
-    order = _pipeline_order(deps, source)
+    order = pipeline_order(deps, source)
     if last_needs:  # model outputs that are constants: the last stage makes them
         last = cuts[order[-1]]
         last.nodes.extend(producer[t] for t in last_needs)
@@ -130,7 +130,7 @@ def _close(g, cut, block_of, producer, inits, graph_inputs, deps) -> None:
     cut.initializers = sorted(set(used_inits))
 
 
-def _pipeline_order(deps: dict[int, set[int]], source: str) -> list[int]:
+def pipeline_order(deps: dict[int, set[int]], source: str) -> list[int]:
     indeg = {b: len(d) for b, d in deps.items()}
     users: dict[int, list[int]] = {b: [] for b in deps}
     for b, d in deps.items():
@@ -286,10 +286,7 @@ def result_op_blocks(result: Mapping, source: str = "result",
     through their `original_ops`). A result without `node_ids` (an unequal-device
     plan) names its ops by position: the compute ops of `model_path` in graph order,
     as the importer numbers them."""
-    if "assignment" not in result:
-        raise JaxplaceError("missing field 'assignment': not a jaxplace result",
-                            source=source)
-    a = [int(b) for b in result["assignment"]]
+    a = result_assignment(result, source)
     if "node_ids" not in result:
         if model_path is None:
             raise JaxplaceError("missing field 'node_ids' (op names) and no model file to "
@@ -306,6 +303,43 @@ def result_op_blocks(result: Mapping, source: str = "result",
         return {str(e["name"]): int(e["block"]) if "block" in e else group[e["group"]]
                 for e in result["original_ops"]}
     return {str(n): b for n, b in zip(result["node_ids"], a, strict=True)}
+
+
+def result_assignment(result: Mapping, source: str = "result") -> list[int]:
+    """The result's block per op, checked: integers from 0 below the result's number
+    of blocks (k + cpus, or its devices), one per node id (JaxplaceError naming the
+    field otherwise)."""
+    if not isinstance(result, Mapping) or "assignment" not in result:
+        raise JaxplaceError("missing field 'assignment': not a jaxplace result",
+                            source=source)
+    a = result["assignment"]
+    if not isinstance(a, list) or not all(
+            isinstance(b, int) and not isinstance(b, bool) and b >= 0 for b in a):
+        raise JaxplaceError("must be a list of non-negative integer blocks",
+                            source=source, field="assignment")
+    ids = result.get("node_ids")
+    if ids is not None and (not isinstance(ids, list) or len(ids) != len(a)):
+        raise JaxplaceError(f"has {len(a)} entries for "
+                            f"{len(ids) if isinstance(ids, list) else '?'} node ids",
+                            source=source, field="assignment")
+    n = result.get("num_nodes")
+    if isinstance(n, int) and n != len(a):
+        raise JaxplaceError(f"has {len(a)} entries for {n} nodes", source=source,
+                            field="assignment")
+    blocks = _num_blocks(result)
+    if blocks is not None and a and max(a) >= blocks:
+        raise JaxplaceError(f"block {max(a)} is out of range: the result has {blocks} "
+                            "blocks", source=source, field="assignment")
+    return list(a)
+
+
+def _num_blocks(result: Mapping) -> int | None:
+    k, cpus, devices = result.get("k"), result.get("cpus") or 0, result.get("devices")
+    if isinstance(k, int) and isinstance(cpus, int) and not isinstance(devices, list):
+        return k + cpus
+    if isinstance(devices, list):  # stages or schedules on a cluster: one per device
+        return len(devices)
+    return None
 
 
 def result_devices(result: Mapping) -> dict[int, str]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from typing import Any
 
@@ -15,6 +16,7 @@ from jaxplace.importers.provenance import (  # noqa: F401 (model_provenance: exp
     source_model,
 )
 from jaxplace.jsonio import read_json, write_json
+from jaxplace.partition import Partition
 from jaxplace.problem import Problem
 
 FORMAT = "jaxplace-result/1"
@@ -95,13 +97,21 @@ def save_result(path: str | os.PathLike, problem: Problem, partition, **kwargs) 
     return data
 
 
-def load_assignment(path: str | os.PathLike, problem: Problem) -> np.ndarray:
-    """The block of every node of `problem` from a result JSON (matched by node id)."""
+def load_assignment(path: str | os.PathLike, problem: Problem):
+    """The block of every node of `problem` from a result JSON (matched by node id):
+    an (n,) int64 array, or a `Partition` with its stage devices for a stage plan on
+    unequal devices. A result another objective wrote (its `format`) is refused."""
     source = str(path)
     data = read_json(source)
     if not isinstance(data, dict) or not ("assignment" in data or "fpgas" in data):
         raise JaxplaceError("missing field 'assignment' (or 'fpgas' of a dnn-partitioning "
                             "split)", source=source)
+    obj = problem.objective_impl
+    fmt = data.get("format")
+    if isinstance(fmt, str) and fmt != obj.result_format:
+        raise JaxplaceError(f"is a {fmt} result; the problem is {obj.label}, whose "
+                            f"results are {obj.result_format}", source=source,
+                            field="format")
     from jaxplace.formats.neurips import is_neurips_result, read_neurips_result
 
     if is_neurips_result(data):
@@ -124,12 +134,30 @@ def load_assignment(path: str | os.PathLike, problem: Problem) -> np.ndarray:
             raise JaxplaceError(f"node ids do not match the graph (e.g. {missing[:1]})",
                                 source=source, field="node_ids")
         a = [a[pos[v]] for v in g.node_ids]
+    bad = [b for b in a if isinstance(b, bool) or not isinstance(b, int | float)
+           or not float(b).is_integer()]
+    if bad:
+        raise JaxplaceError(f"not integer blocks (e.g. {bad[0]!r})", source=source,
+                            field="assignment")
+    arr = np.asarray(a, dtype=np.int64)
+    part = arr
+    if "stage_devices" in data:  # a stage plan: which device runs each stage
+        part = _staged(problem, data, arr, source)
     try:
-        arr = np.asarray(a, dtype=np.int64)
-        evaluate_partition(problem, arr, contiguous=data.get("contiguous", True) is not False)
-    except (TypeError, ValueError) as exc:
-        if isinstance(exc, JaxplaceError):
-            raise exc.with_source(source) from None
-        raise JaxplaceError(f"not integer blocks: {exc}", source=source,
-                            field="assignment") from None
-    return arr
+        evaluate_partition(problem, part,
+                           contiguous=data.get("contiguous", True) is not False)
+    except JaxplaceError as exc:
+        raise exc.with_source(source) from None
+    return part
+
+
+def _staged(problem: Problem, data: dict, a: np.ndarray, source: str):
+    """The `Partition` of stage plan `a` with the devices `stage_devices` names."""
+    names = list(getattr(problem.instance, "device_names", ()) or ())
+    stage_devices = data["stage_devices"]
+    if not isinstance(stage_devices, list) or any(d not in names for d in stage_devices):
+        raise JaxplaceError(f"names devices the cluster lacks (it has {', '.join(names)})",
+                            source=source, field="stage_devices")
+    order = problem.graph.topo_order
+    return Partition(order, (), a, math.nan,
+                     devices=tuple(names.index(d) for d in stage_devices))

@@ -17,6 +17,7 @@ class UnequalDevices(ClosedFormCertify, Objective):
     problem_objective = "throughput"
     label = "throughput on unequal devices"
     cost_name = "bottleneck"
+    result_format = "jaxplace-hetero-result/1"  # hetero.report.FORMAT
     bound_methods = ("simple",)
     default_bounds = ("simple",)
     #: costs come from the cluster: no CPU blocks, colocation, overflow budget,

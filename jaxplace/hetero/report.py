@@ -33,15 +33,20 @@ def stage_table(inst, sc) -> str:
 
 def result_dict(problem, part, sc, *, method: str, lower_bound: float, source: str,
                 extra: dict) -> dict:
-    """The JSON-ready stage plan."""
+    """The JSON-ready stage plan (ops named by `node_ids`, as every result does, so
+    that `load_assignment` and `export` match them to a graph)."""
     inst = problem.pipeline_instance
+    order = getattr(part, "order", None)
+    order = problem.graph.topo_order if order is None else order
     return {"format": FORMAT, "objective": "throughput", "source": source,
             "cluster": problem.cluster.name, "devices": list(inst.device_names),
+            "num_nodes": problem.n, "k": problem.k,
             "method": method, "bottleneck": sc.bottleneck, "lower_bound": lower_bound,
             "stages": stage_rows(inst, sc),
             "stage_devices": [inst.device_names[int(p)] for p in sc.devices],
             "assignment": [int(s) for s in sc.assignment],
-            "order": [int(v) for v in part.order], **extra}
+            "node_ids": list(problem.graph.node_ids),
+            "order": [int(v) for v in order], **extra}
 
 
 def report_lines(problem, part, sc) -> list[str]:

@@ -47,6 +47,7 @@ class Latency(Objective):
     problem_objective = "latency"
     label = "latency (makespan of one inference)"
     cost_name = "makespan"
+    result_format = "jaxplace-latency-result/1"  # latency.result.FORMAT
     bound_methods = ("simple", "milp-lp", "milp")
     default_bounds = ("simple", "milp")
     #: the cluster gives every cost; a training graph's ops are scheduled as a DAG.

@@ -134,6 +134,17 @@ def multilevel_search(req) -> Result:
             part.assignment,
             evaluate_partition(base.problem, part.assignment).bottleneck, "index"):
         info["start"] = "index"
+    if track.best_a is None:  # neither order slices within the capacity: the first
+        # partition (cost inf, every block checked) is the answer; refining needs a
+        # finite cost to improve on
+        cost = float(evaluate_partition(p, first.assignment).bottleneck)
+        return Result(cost=cost, partition=Partition(first.order, first.cuts,
+                                                     first.assignment, cost),
+                      priorities=order_to_priorities(first.order),
+                      evaluations=track.evaluations,
+                      wall_time=time.perf_counter() - req.start, history=History.empty(),
+                      method="multilevel", lower_bound=req.lower_bound,
+                      info={**info, "cycles": 0})
 
     def stopped() -> bool:
         return (time.perf_counter() >= end or req.stop.cancelled()

@@ -92,6 +92,7 @@ class Objective(abc.ABC):
         bound_methods: names of the certificate bounds that apply, in ladder order.
         default_bounds: the bounds `certify` runs when none are named.
         cost_name: what the cost is called in reports ("bottleneck", "makespan").
+        result_format: the `format` of the result JSON its `result_dict` writes.
     """
 
     name: str = "objective"
@@ -102,6 +103,7 @@ class Objective(abc.ABC):
     bound_methods: tuple[str, ...] = ("simple",)
     default_bounds: tuple[str, ...] = ("simple",)
     cost_name: str = "cost"
+    result_format: str = "jaxplace-result/1"
 
     # -- which problems ------------------------------------------------------------
     def matches(self, problem) -> bool:
