@@ -305,3 +305,88 @@ def test_a_toy_objective_plugs_in():
         unregister("toy-compute")
     with pytest.raises(JaxplaceError, match="objective"):
         jp.Problem(_graph(4, n=8), 3, objective="toy-compute")
+
+
+# -- nothing outside the objective packages branches on the objective ------------------
+
+#: the packages that own an objective (they may name it and read its model)
+OBJECTIVE_PACKAGES = ("objectives", "latency", "hetero")
+#: names that only an objective's own package may compare against
+OBJECTIVE_NAMES = {"throughput", "latency", "throughput-unequal"}
+#: files still branching, each with its owner's task; only ever remove
+BRANCH_ALLOWLIST = {
+    # search/many becomes a package asking `objective.require("search_many")`
+    "search/many.py",
+}
+
+
+#: reads of the same names that are not about objectives
+NOT_OBJECTIVES = {
+    # spatial plans split one op over a cluster's devices by speed: its own question
+    ("spatial/optimize.py", "reads .is_uniform"),
+}
+
+
+def _branches(path, tree):
+    """(line, what) for every comparison with an objective name or read of
+    Problem.latency / Problem.hetero / cluster.is_uniform in `tree`."""
+    import ast
+
+    def named(node) -> bool:
+        return isinstance(node, ast.Constant) and node.value in OBJECTIVE_NAMES
+
+    def objectiveish(node) -> bool:
+        return (isinstance(node, ast.Attribute) and node.attr in ("objective", "name")) or (
+            isinstance(node, ast.Name) and node.id == "objective") or (
+            isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "get" and node.args and isinstance(node.args[0], ast.Constant)
+            and node.args[0].value == "objective")
+
+    problemish = {"problem", "p", "pr", "prob"}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare):
+            sides = [node.left, *node.comparators]
+            if any(named(s) for s in sides) and any(objectiveish(s) for s in sides):
+                yield node.lineno, "compares an objective name"
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
+            base = node.value
+            base_name = base.id if isinstance(base, ast.Name) else (
+                base.attr if isinstance(base, ast.Attribute) else None)
+            if node.attr in ("hetero", "is_uniform"):
+                yield node.lineno, f"reads .{node.attr}"
+            elif node.attr == "latency" and base_name in problemish:
+                yield node.lineno, "reads Problem.latency"
+
+
+def test_no_objective_branches_outside_the_objective_packages():
+    """The contract's promise: code outside an objective's package asks the resolved
+    objective (`supports`, `require`, its methods), never its name or the problem's
+    objective-specific fields."""
+    import ast
+    from pathlib import Path
+
+    pkg = Path(jp.__file__).resolve().parent
+    found, stale = [], set(BRANCH_ALLOWLIST)
+    for path in sorted(pkg.rglob("*.py")):
+        rel = path.relative_to(pkg).as_posix()
+        if rel.split("/")[0] in OBJECTIVE_PACKAGES or rel == "problem.py":
+            continue
+        hits = list(_branches(rel, ast.parse(path.read_text())))
+        if rel in BRANCH_ALLOWLIST:
+            if hits:
+                stale.discard(rel)
+            continue
+        found += [f"{rel}:{line}: {what}" for line, what in hits
+                  if (rel, what) not in NOT_OBJECTIVES]
+    assert not found, "\n".join(found)
+    assert not stale, f"no branch left in {sorted(stale)}: remove from BRANCH_ALLOWLIST"
+
+
+def test_the_branch_scan_finds_branches():
+    import ast
+
+    src = ("if problem.objective != 'latency': pass\n"
+           "if obj.name == 'throughput': pass\n"
+           "x = problem.hetero or cluster.is_uniform or p.latency\n"
+           "y = result.get('objective') == 'latency'\n")
+    assert len(list(_branches("x.py", ast.parse(src)))) == 6

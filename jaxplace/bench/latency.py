@@ -96,7 +96,7 @@ def run_instances(args) -> list[list[str]]:
         g = make()
         for cname in [c.strip() for c in args.clusters.split(",") if c.strip()]:
             pr = jp.Problem(g, cluster=load_cluster(cname), objective="latency")
-            inst = pr.latency
+            inst = pr.instance
             spans = {}
             for b, fn in BASELINES.items():
                 s = fn(inst)
@@ -162,7 +162,7 @@ def run_small(args) -> list[list[str]]:
 
     rows, ratios = [], []
     for label, pr in small_problems(_ints(args.small_sizes), _ints(args.small_seeds)):
-        inst = pr.latency
+        inst = pr.instance
         m = solve_moirai(inst, time_limit=args.milp_limit, threads=1)
         r = jp.search(pr, time_limit=args.time_limit, budget=args.budget, seed=args.seed,
                       progress=False, refine_seconds=args.refine_seconds)
