@@ -4,6 +4,8 @@ experiments/torch_pipeline.md.
 
     nice python experiments/torch_pipeline.py plan      # H100 roofline, published sizes
     nice python experiments/torch_pipeline.py measure   # 2 local processes, smaller sizes
+    nice python experiments/torch_pipeline.py accept    # published sizes: pipeline() takes
+                                                        # the splits; 2-process outputs
 """
 
 from __future__ import annotations
@@ -85,13 +87,56 @@ def measure_table(k: int = 2) -> None:
         sys.stdout.flush()
 
 
+def accept_table(ks=(2, 4, 8)) -> None:
+    """pipeline() accepts every planned split of the published-size models (stage count
+    and parameter bytes per stage as planned); GPT-2 small and ResNet-50 run on 2
+    processes (GPT-2 at 2 x 128 tokens, ResNet-50 at 2 images; microbatches of 1)."""
+    import copy
+
+    from torch.distributed.pipelining import pipeline
+
+    print("| model | k | stages pipeline() made | parameter bytes per stage as planned | "
+          "2-process max rel. error | run s |")
+    print("|---|---|---|---|---|---|")
+    for name, m, args in full_models():
+        short = name.split(" (")[0]
+        if short.startswith("GPT-2"):
+            args = (args[0][:, :128],)
+        for k in ks:
+            plan = plan_pipeline(m, tuple(a[:1] for a in args), k=k)
+            pipe = pipeline(copy.deepcopy(m), mb_args=tuple(a[:1] for a in args),
+                            split_spec=plan.split_spec)
+            held = [sum(t.numel() * t.element_size() for n, t in
+                        (*pipe.get_stage_module(s).named_parameters(),
+                         *pipe.get_stage_module(s).named_buffers())
+                        if not n.endswith("num_batches_tracked"))
+                    for s in range(pipe.num_stages)]
+            same = bool(np.array_equal(held, plan.param_bytes))
+            err, dt = "-", "-"
+            if k == 2 and short in ("GPT-2 small", "ResNet-50"):
+                batch = tuple(torch.randint(0, 50257, (2, *a.shape[1:]))
+                              if a.dtype == torch.int64 else torch.randn(2, *a.shape[1:])
+                              for a in args)
+                t = time.perf_counter()
+                run = run_pipeline(plan, m, batch, n_microbatches=2, timeout=900)
+                dt = f"{time.perf_counter() - t:.0f}"
+                with torch.no_grad():
+                    ref = m(*batch)
+                err = f"{float((run.outputs - ref).abs().max() / ref.abs().max()):.1e}"
+            print(f"| {short} | {k} | {pipe.num_stages} (planned {plan.num_stages}) | "
+                  f"{same} | {err} | {dt} |")
+            sys.stdout.flush()
+
+
 if __name__ == "__main__":
     mode = sys.argv[1] if len(sys.argv) > 1 else "plan"
     if mode == "plan":
         plan_table()
     elif mode == "measure":
         measure_table()
+    elif mode == "accept":
+        accept_table()
     else:
-        sys.exit("usage: torch_pipeline.py plan|measure")
+        sys.exit("usage: torch_pipeline.py plan|measure|accept")
     print(f"\n({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, load average "
           f"{' '.join(f'{x:.2f}' for x in np.round(__import__('os').getloadavg(), 2))})")
