@@ -187,7 +187,7 @@ def _node(s: _Search, I: int, a: int, c: int, sums: _Sums):
     if I == m.full:
         return []
     s.stats.nodes += 1
-    if s.stats.nodes > s.max_nodes or not s.stats.nodes & 255:
+    if s.stats.nodes > s.max_nodes or not s.stats.nodes & 63:
         _tick(s)
     d = (m.K - a) + (m.C - c)
     ready = _ready(m, I)
@@ -328,7 +328,7 @@ def _grow_acc(s: _Search, I: int, a: int, c: int, d: int, sums: _Sums, ready: in
                     r2 |= 1 << x_
             e2 = easy + easy_[v]
             s.stats.blocks += 1
-            if not s.stats.blocks & 4095:
+            if not s.stats.blocks & 1023:
                 _tick(s)
             if w + io2 + over <= Tc and (J2 & required) == required:
                 child = _Sums(sums.work + w, sums.easy + e2, sums.forced, sums.sup + w,
@@ -375,7 +375,7 @@ def _grow_cpu(s: _Search, I: int, a: int, c: int, d: int, sums: _Sums, ready: in
             f2 = forced + (cpu_[v] if bad_[v] else 0.0)
             s2 = sup + (0.0 if bad_[v] else work_[v])
             s.stats.blocks += 1
-            if not s.stats.blocks & 4095:
+            if not s.stats.blocks & 1023:
                 _tick(s)
             child = _Sums(sums.work + w2, sums.easy + e2, sums.forced + f2,
                           sums.sup + s2, sums.cut + dc)
