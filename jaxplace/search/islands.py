@@ -16,8 +16,10 @@ search's 100-wide generations leave it idle, experiments/gpu.md).
   the same on any number of devices (tests/test_islands.py runs 4 host devices).
 - Reproducible: generation t of island j of problem i draws from
   fold_in(fold_in(fold_in(key(seed), i), j), t): the results depend neither on the
-  grouping nor on the devices. On GPUs, run-to-run identity may need
-  XLA_FLAGS=--xla_gpu_deterministic_ops=true (not measured: no GPU was lent).
+  grouping nor on the devices (they do depend on the padded width, which shapes the
+  random keys: another `impl` or bucket draws other keys). On GPUs, run-to-run
+  identity may need XLA_FLAGS=--xla_gpu_deterministic_ops=true (not measured: no GPU
+  was lent).
 
 This is a standalone search (`island_search`); `search_many` does not route to it.
 """
