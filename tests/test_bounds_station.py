@@ -202,12 +202,12 @@ def test_station_rung_reports_at_least_the_simple_bound():
 def test_choose_methods_adds_the_station_rungs():
     wide = jp.Problem(jp.CompGraph([1.0] * 20), 4)  # 2^20 ideals: the MIP ladder
     methods, _ = choose_methods(wide)
-    assert methods == ("simple", "station", "station-check", "bottleneck", "exact")
+    assert methods == ("simple", "station", "station-check", "bottleneck", "bbr", "exact")
     methods, _ = choose_methods(wide.replace(k=8))  # the bottleneck MIP is stronger
-    assert methods == ("simple", "station", "bottleneck", "exact")
+    assert methods == ("simple", "station", "bottleneck", "bbr", "exact")
     methods, _ = choose_methods(wide, ("bottleneck", "bottleneck-guess", "exact"))
     assert methods == ("simple", "station", "station-check", "bottleneck",
-                       "bottleneck-guess", "exact")
+                       "bottleneck-guess", "bbr", "exact")
 
 
 def test_zero_work_graph():

@@ -70,12 +70,12 @@ def test_choose_methods_by_ideal_count():
     assert methods == ("simple", "ideals") and why.startswith("7 ideals")
     wide = jp.Problem(jp.CompGraph([1.0] * 20), 2)  # 2^20 ideals
     methods, why = choose_methods(wide)
-    assert methods == ("simple", "station", "station-check", "bottleneck", "exact")
+    assert methods == ("simple", "station", "station-check", "bottleneck", "bbr", "exact")
     assert "MIP ladder" in why
     typed = wide.replace(graph=jp.CompGraph([1.0] * 20, node_attrs={
         "cpu_latency": [2.0] * 20}), cpus=1)
     methods, _ = choose_methods(typed)
-    assert methods == ("simple", "exact") and set(methods) <= set(CPU_BLOCK_METHODS)
+    assert methods == ("simple", "bbr", "exact") and set(methods) <= set(CPU_BLOCK_METHODS)
 
 
 BERT24 = NEURIPS / "throughput" / "LayerGraphs" / "bert24_inference.json"
