@@ -169,18 +169,22 @@ def read_mip(h: highspy.Highs, *, scale: float, z_floor: float,
 def solve_arrays(arrays: dict, *, relax: bool, time_limit: float, threads: int = 1,
                  mip_rel_gap: float = 1e-6, z_floor: float = 0.0, scale: float = 1.0,
                  start: np.ndarray | None = None, objective_bound: float | None = None,
-                 progress=None, throttle: float = 0.5, seed: int = 0) -> SolveResult:
+                 progress=None, throttle: float = 0.5, seed: int = 0,
+                 options: dict | None = None) -> SolveResult:
     """Load and solve one model given as plain arrays (also the worker's entry).
 
     The returned `bound` is valid whatever happens: the MIP dual bound (or the LP optimum
     when the LP is solved to optimality), never below `z_floor` (z's column bound, in
-    time units), +inf when the model is proven infeasible.
+    time units), +inf when the model is proven infeasible. `options`: more HiGHS
+    options (each checked), e.g. deterministic work limits such as `mip_max_nodes`.
     """
     threads = max(1, int(threads))
     SCHEDULER.use(threads)
     h = new_highs(relax=relax, time_limit=time_limit, threads=threads,
                   mip_rel_gap=mip_rel_gap, objective_bound=objective_bound, scale=scale,
                   seed=seed)
+    for name, value in (options or {}).items():
+        set_option(h, name, value)
     integ = arrays["integrality"] if not relax else np.zeros_like(arrays["integrality"])
     exact_lp = not relax and not integ.any()  # no integer column: the LP is the problem
     relax = relax or exact_lp

@@ -46,7 +46,7 @@ def test_mip_polish_reaches_brute_force(problem, seed):
     if not np.isfinite(part.cost):
         return
     start = evaluate_partition(problem, part.assignment).bottleneck
-    out = mip_polish(problem, part.assignment, time_limit=20)
+    out = mip_polish(problem, part.assignment, max_nodes=10**6)
     opt = brute_force_optimum(problem)
     if out is None:
         assert same_cost(start, opt)

@@ -78,8 +78,9 @@ def _start(model: BlockModel, problem: Problem, pc):
 def exact_bound(problem: Problem, assignment=None, *, relax: bool = False,
                 time_limit: float = 60.0, threads: int = 1, mip_rel_gap: float = 1e-6,
                 z_lb: float | None = None, progress=None, cutoff: bool = True,
-                model: BlockModel | None = None):
-    """Solve the exact MIP, warm-started from `assignment` when given.
+                model: BlockModel | None = None, highs_options: dict | None = None):
+    """Solve the exact MIP, warm-started from `assignment` when given
+    (`highs_options`: more HiGHS options, e.g. deterministic node limits).
 
     Returns:
         (SolveResult, assignment or None, BlockModel): the solve (its `bound` is the dual
@@ -99,7 +100,7 @@ def exact_bound(problem: Problem, assignment=None, *, relax: bool = False,
         obj_bound = ub * (1 + 1e-7) + 1e-12
     res = solve_model(model, relax=relax, time_limit=time_limit, threads=threads,
                       mip_rel_gap=mip_rel_gap, start=start, objective_bound=obj_bound,
-                      progress=progress)
+                      progress=progress, options=highs_options)
     if obj_bound is not None and res.bound > ub:
         # "infeasible below the cutoff" with our own partition under it: trust the partition
         res.bound = float(ub)

@@ -13,7 +13,8 @@ drawn from the shipped policy, as in the default search), then a batched local
 search on the order from the better of BRKGA's best and the best heuristic order,
 each problem on its own schedule with its own budget, patience and target (the
 simple lower bound). For k <= 4 a problem's best partition then gets the default
-search's MIP polish (at most POLISH_MAX_TIME seconds of HiGHS).
+search's MIP polish (`polish_nodes` branch-and-bound nodes; under a time limit also
+at most POLISH_MAX_TIME seconds of HiGHS).
 
 Results stream out as each problem finishes (`on_result(index, result)`, or
 `iter_search_many` as a generator); Ctrl-C or `cancel.set()` stops the run and
@@ -47,17 +48,19 @@ from jaxplace.decoder.batching import usable_cores
 from jaxplace.errors import JaxplaceError
 from jaxplace.problem import Problem
 from jaxplace.search.many_buckets import MAX_PROGRAMS, Bucket, plan_buckets, problem_class
-from jaxplace.search.many_run import bucket_groups, default_group, run_bucket
+from jaxplace.search.many_run import (  # noqa: F401 (POLISH_MAX_TIME: public here)
+    POLISH_MAX_TIME,
+    bucket_groups,
+    default_group,
+    run_bucket,
+)
+from jaxplace.search.polish import POLISH_MIP_NODES
 from jaxplace.search.result import History, Result
 
 #: Population of the BRKGA phase (and neighbours per local-search step).
 POPULATION = 100
 #: Steps per compiled call between host checks (time limit, streaming, focus refresh).
 CHUNK_STEPS = 8
-#: HiGHS seconds of a problem's MIP polish at most (the per-problem default allows
-#: 10): on the regal-time suite 2 s gave the same cost as 10 s (0.9579x against
-#: 0.9577x C++ brkga-10000) for 40 s less HiGHS time over its 10 problems at k = 4.
-POLISH_MAX_TIME = 2.0
 METHOD = "many"
 
 
@@ -67,7 +70,10 @@ class ManySettings:
 
     budget: evaluations per problem (None: the default search's `default_budget`);
     time_limit: seconds per bucket (None: none); polish: None (the default search's
-    rule: k <= 4), True or False; polish_max_time: its HiGHS seconds at most; group:
+    rule: k <= 4), True or False; polish_nodes: its branch-and-bound nodes (a
+    deterministic limit); polish_max_time: its HiGHS seconds at most (None: none
+    without a time limit, POLISH_MAX_TIME under one; a number is a wall-clock limit
+    the user gave, so results may then depend on the load); group:
     problems of a bucket advanced together by one program call (None:
     `default_group`).
     """
@@ -82,7 +88,8 @@ class ManySettings:
     polish: bool | None = None
     chunk: int = CHUNK_STEPS
     group: int | None = None
-    polish_max_time: float = POLISH_MAX_TIME
+    polish_max_time: float | None = None
+    polish_nodes: int = POLISH_MIP_NODES
     options: tuple = ()
 
 
@@ -178,7 +185,9 @@ def search_many(problems: Sequence[Problem], method: str | None = None, *,
             (None: one per CPU core this process may use).
         options: `population`, `brkga_share`, `brkga_patience`, `patience`, `chunk`,
             `group` (problems per program call; default: 1 on CPUs, the whole bucket
-            on accelerators), `polish_max_time` (seconds; default POLISH_MAX_TIME).
+            on accelerators), `polish_nodes` (branch-and-bound nodes of the MIP polish;
+            default POLISH_MIP_NODES), `polish_max_time` (seconds, a wall-clock limit;
+            default: none without a time limit, POLISH_MAX_TIME under one).
 
     Returns:
         One `Result` per problem, in input order (`method` "many").
@@ -272,7 +281,7 @@ def _settings(method, time_limit, budget, seed, polish, options) -> ManySettings
     if time_limit is not None and not time_limit > 0:
         raise JaxplaceError("must be positive", field="time_limit")
     known = {"population", "brkga_share", "brkga_patience", "patience", "chunk", "group",
-             "polish_max_time"}
+             "polish_max_time", "polish_nodes"}
     bad = sorted(set(options) - known)
     if bad:
         raise JaxplaceError(f"unknown option(s) {', '.join(bad)}; known: "

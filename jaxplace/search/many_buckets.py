@@ -1,7 +1,9 @@
 """Size classes of `search_many`: problems grouped into few padded shapes.
 
 Each problem starts in the class of `search_spec` (units in 2 sizes per doubling, k
-rounded up to a power of two). While there are more classes than `max_programs`,
+rounded up to a power of two) and its own block window (`bucket_window` of it
+alone), so that a problem's padded shape, hence its search, is the same whatever
+other problems share the call unless classes must be merged. While there are more classes than `max_programs`,
 the two whose merge adds the least padded work are merged (the merged `Spec` is the
 elementwise max: k stays a runtime value of the DP, the extra table rows unused).
 A bucket compiles one program, so `max_programs` bounds the compiles of a run.
@@ -80,9 +82,11 @@ def plan_buckets(classes: list[tuple[Spec, int | None, int]],
         from jaxplace.errors import JaxplaceError
 
         raise JaxplaceError("must be at least 1", field="max_programs")
-    by_spec: dict[Spec, Bucket] = {}
+    by_spec: dict[tuple, Bucket] = {}
     for i, (spec, need, size) in enumerate(classes):
-        b = by_spec.setdefault(spec, Bucket(spec))
+        # a problem's class includes its own window, so that without merges its
+        # bucket's shape (and so its search) does not depend on the other problems
+        b = by_spec.setdefault((spec, bucket_window(spec, [need], [size])), Bucket(spec))
         b.members.append(i)
         b.needs.append(need)
         b.sizes.append(size)

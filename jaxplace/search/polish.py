@@ -1,17 +1,24 @@
 """MIP polish: the exact MIP (HiGHS), warm-started from the search's best partition,
-for a few seconds; its incumbent replaces the search's when better.
+under a deterministic limit; its incumbent replaces the search's when better.
 
 Why: on REGAL-like graphs at k <= 4 the order-based searches stall at partitions
-whose cuts carry large tensors, while HiGHS's primal heuristics, started from the same
-partition, find lower-communication splits within 1-2 s (12 held-out graphs, 10 s:
-geometric mean 0.969x the default search's cost, up to 0.897x; at k = 8 only 0.9986x,
-so the default polishes at k <= POLISH_MAX_K). The incumbent goes
+whose cuts carry large tensors, while HiGHS's root node (cuts and primal heuristics
+started from the same partition) finds lower-communication splits (12 held-out
+graphs, 10 s: geometric mean 0.969x the default search's cost, up to 0.897x; at
+k = 8 only 0.9986x, so the default polishes at k <= POLISH_MAX_K). The incumbent goes
 back to the search as priorities whose Kahn order lists its blocks one after another,
 so the slicing DP on that order costs at most the incumbent.
+
+Determinism: the polish is bounded by a node count (`POLISH_MIP_NODES`, HiGHS option
+`mip_max_nodes`) on one HiGHS thread with a fixed random seed, so the same partition
+gives the same answer at any machine load. A wall-clock limit applies only when the
+caller has one (the user's `time_limit`); a polish it cut short says so
+(`info["stopped"] == "time limit"`).
 """
 
 from __future__ import annotations
 
+import math
 import time
 
 import numpy as np
@@ -24,9 +31,16 @@ from jaxplace.search.programs import order_priorities
 POLISH_MAX_K = 4
 #: ... and at most this many nodes (the model has n (k - 1) binaries plus tensors).
 POLISH_MAX_NODES = 400
-#: Seconds of HiGHS: the search's own time so far, within these limits.
-POLISH_MIN_TIME = 2.0
+#: Branch-and-bound nodes of a polish: the root node (where HiGHS's cuts and primal
+#: heuristics run from the warm start) and one branch. A count, not seconds, so that
+#: the answer does not depend on the machine's load.
+POLISH_MIP_NODES = 1
+#: Under a user's time limit, HiGHS seconds of a polish at most (and the time left).
 POLISH_MAX_TIME = 10.0
+#: Under a user's time limit, no polish with less than this many seconds left.
+POLISH_MIN_TIME = 0.5
+#: HiGHS status of a solve stopped by its time limit.
+TIME_LIMIT_STATUS = "Time limit reached"
 
 
 def polish_applies(problem: Problem) -> bool:
@@ -36,26 +50,41 @@ def polish_applies(problem: Problem) -> bool:
     return (2 <= problem.k <= POLISH_MAX_K and problem.n <= POLISH_MAX_NODES)
 
 
-def polish_time(elapsed: float, remaining: float | None) -> float:
-    """HiGHS seconds for a search that took `elapsed` s with `remaining` s left."""
-    t = min(POLISH_MAX_TIME, max(POLISH_MIN_TIME, elapsed))
-    return t if remaining is None else min(t, remaining)
+def polish_time(remaining: float | None, cap: float | None = None) -> float | None:
+    """HiGHS wall-clock seconds of a polish: the smaller of `remaining` (the user's
+    time limit left) and `cap` (a user's or the default's cap under a time limit);
+    None (only the node count bounds it) when neither is given. Never derived from
+    the search's own elapsed time, which depends on the machine's load."""
+    given = [float(v) for v in (remaining, cap) if v is not None]
+    return min(given) if given else None
 
 
-def mip_polish(problem: Problem, assignment, *, time_limit: float,
-               threads: int = 1) -> tuple[np.ndarray, float, dict] | None:
+def polish_skipped(t: float | None) -> bool:
+    """True when a wall-clock limit leaves too little time to polish."""
+    return t is not None and t < POLISH_MIN_TIME
+
+
+def mip_polish(problem: Problem, assignment, *, time_limit: float | None = None,
+               max_nodes: int = POLISH_MIP_NODES, threads: int = 1,
+               report: dict | None = None) -> tuple[np.ndarray, float, dict] | None:
     """(assignment, cost, info) of the exact MIP's incumbent when it beats
-    `assignment`, else None. `info`: seconds, HiGHS status, proven lower bound."""
+    `assignment`, else None. `max_nodes`: branch-and-bound nodes (deterministic);
+    `time_limit`: seconds (None: none). `info`: seconds, HiGHS status, nodes, proven
+    lower bound, and "stopped": "time limit" when the time limit cut it short;
+    `report`, when given, receives it whether or not the polish improved."""
     from jaxplace.bounds.exact import exact_bound
 
     pc = evaluate_partition(problem, assignment)
-    if not pc.feasible or time_limit <= 0:
+    if not pc.feasible or (time_limit is not None and time_limit <= 0):
         return None
     t0 = time.perf_counter()
-    res, found, _ = exact_bound(problem, pc.assignment, time_limit=time_limit,
-                                threads=threads)
-    info = {"time": time.perf_counter() - t0, "status": res.status,
-            "lower_bound": float(res.bound), "before": pc.bottleneck}
+    res, found, _ = exact_bound(
+        problem, pc.assignment, threads=threads,
+        time_limit=math.inf if time_limit is None else time_limit,
+        highs_options={"mip_max_nodes": int(max_nodes)})
+    info = polish_info(res, time.perf_counter() - t0, pc.bottleneck)
+    if report is not None:
+        report.update(info)
     if found is None:
         return None
     new = evaluate_partition(problem, found)
@@ -63,6 +92,15 @@ def mip_polish(problem: Problem, assignment, *, time_limit: float,
         return None
     info["after"] = new.bottleneck
     return new.assignment, new.bottleneck, info
+
+
+def polish_info(res, seconds: float, before: float) -> dict:
+    """What a polish reports of its HiGHS solve (`res`: a `SolveResult`)."""
+    info = {"time": seconds, "status": res.status, "nodes": int(res.nodes),
+            "lower_bound": float(res.bound), "before": before}
+    if res.status == TIME_LIMIT_STATUS:
+        info["stopped"] = "time limit"
+    return info
 
 
 def partition_priorities(problem: Problem, assignment) -> np.ndarray:
@@ -78,4 +116,6 @@ def partition_priorities(problem: Problem, assignment) -> np.ndarray:
     return np.asarray(order_priorities(np.lexsort((pos, a)), problem.n))
 
 
-__all__ = ["mip_polish", "partition_priorities", "polish_applies", "polish_time"]
+__all__ = ["POLISH_MAX_K", "POLISH_MAX_NODES", "POLISH_MAX_TIME", "POLISH_MIP_NODES",
+           "mip_polish", "partition_priorities", "polish_applies", "polish_skipped",
+           "polish_time"]
