@@ -295,7 +295,7 @@ def test_registry_is_the_ladder():
                        "bottleneck-no-dag-lp", "bottleneck-no-io-lp", "bottleneck-guess-lp",
                        "station-check-lp", "exact-lp", "station-check", "bottleneck",
                        "bottleneck-no-dag", "bottleneck-no-io", "bottleneck-guess",
-                       "cover", "exact")
+                       "cover", "bbr", "exact")
     assert MIP_METHODS == ("station-check", "bottleneck", "bottleneck-no-dag",
                            "bottleneck-no-io", "bottleneck-guess", "cover", "exact")
     assert set(DEFAULT_METHODS) <= set(METHODS)
