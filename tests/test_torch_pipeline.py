@@ -183,3 +183,21 @@ def test_without_torch_the_error_names_the_extra():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=120)
     assert "pip install 'jaxplace[torch]'" in out.stdout, out.stderr[-2000:]
+
+
+@pytest.mark.heavy
+@pytest.mark.parametrize("name", ["resnet", "vit", "mlp"])
+def test_two_process_pipeline_equals_the_model_other_models(name):
+    from jaxplace.torch.models import ViT
+
+    torch.manual_seed(0)
+    m, x = {"resnet": _resnet,
+            "vit": lambda: (ViT(image=32, patch=8, d=32, layers=4, heads=2, classes=10),
+                            torch.randn(4, 3, 32, 32)),
+            "mlp": lambda: (UnequalMLP(), torch.randn(4, 512))}[name]()
+    m.eval()
+    plan = plan_pipeline(m, (x[:2],), k=2)
+    run = run_pipeline(plan, m, (x,), n_microbatches=2, timeout=300)
+    with torch.no_grad():
+        ref = m(x)
+    assert float((run.outputs - ref).abs().max() / ref.abs().max()) <= 1e-5
