@@ -15,10 +15,12 @@ For a plain MTPP graph (no classes, no backward nodes) every node is its own uni
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from jaxplace.graph import CompGraph
+if TYPE_CHECKING:  # units sit below the graph, which builds them (CompGraph.units)
+    from jaxplace.graph import CompGraph
 
 
 @dataclass(frozen=True, eq=False)
