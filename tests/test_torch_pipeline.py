@@ -128,7 +128,10 @@ def test_coarse_boundaries_are_reported_with_an_op_level_split():
     assert plan.num_stages == 1 and plan.split_spec == {}
     assert plan.coarse and any("only 0 module boundaries" in n for n in plan.notes)
     assert plan.op_split.bottleneck < plan.split.bottleneck
-    assert len(plan.op_split_points) == 1 and plan.op_split_points[0]["before_op"]
+    assert len(plan.op_split_points) == 1
+    before = plan.op_split_points[0]["before_op"]
+    assert before == plan.ops[plan.op_split.starts[1]].name
+    assert f"pipe_split() before op {before}" in plan.summary()
 
 
 def test_unsupported_objective_is_refused():

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from jaxplace.errors import JaxplaceError
+from jaxplace.export.op_splits import split_points
 from jaxplace.graph import CompGraph
 from jaxplace.importers.builder import US
 from jaxplace.importers.devices import DeviceProfile, get_device
@@ -101,6 +102,9 @@ class PipelinePlan:
                          f"{s.compute[i]:>10.4g} {s.param_bytes[i] / 2**20:>10.3f} "
                          f"{self.activation_bytes[i] / 2**20:>10.3f}")
         lines.append(f"op-level split (pipe_split): bottleneck {self.op_split.bottleneck:.6g}")
+        if self.coarse:
+            lines += [f"  stage {p['stage']}: pipe_split() before op {p['before_op']}"
+                      for p in self.op_split_points]
         if self.even is not None:
             lines.append(f"even split of {len(self.layers)} layers: bottleneck "
                          f"{self.even.bottleneck:.6g} (max/mean {self.even.balance:.3f})")
@@ -220,5 +224,10 @@ def _notes(split: ChainSplit, op_split: ChainSplit, k: int, n_bounds: int,
 
 
 def _op_points(op_split: ChainSplit, ops: Sequence[TracedOp]) -> list[dict]:
-    return [{"stage": s, "before_op": ops[p].name, "modules": list(ops[p].modules)}
-            for s, p in enumerate(op_split.starts) if s > 0]
+    """The export's split points of the op-level split, with each op's module stack."""
+    names = [o.name for o in ops]
+    block = dict(zip(names, (int(b) for b in op_split.assignment), strict=True))
+    points = split_points(names, block, source="plan_pipeline")
+    for p in points:
+        p["modules"] = list(ops[names.index(p["before_op"])].modules)
+    return points
