@@ -280,3 +280,25 @@ def test_export_refuses_a_cyclic_assignment(tmp_path):
             "num_nodes": 3, "assignment": [0, 1, 0], "node_ids": list(g.node_ids)}
     with pytest.raises(JaxplaceError, match="both directions"):
         neutral_plan(data, str(tmp_path / "r.json"))
+
+
+@pytest.mark.parametrize("problem", ["throughput", "unequal", "latency"])
+def test_export_json_of_a_fused_graph_names_the_original_ops(tmp_path, problem):
+    """Results of a coarsened (fused) import map every original op to its stage."""
+    from jaxplace.export.neutral import neutral_plan
+    from jaxplace.importers.coarsen import coarsen
+
+    g = jp.CompGraph(np.arange(1, 7, dtype=float), [(0, 1), (1, 2), (2, 3), (3, 4), (4, 5)],
+                     np.ones(6), np.ones(6), op_types=["MatMul", "Relu", "MatMul", "Add",
+                                                       "MatMul", "Relu"],
+                     node_ids=[f"op{i}" for i in range(6)])
+    fused = coarsen(g)
+    assert fused.num_nodes < g.num_nodes
+    p = {"throughput": lambda: jp.Problem(fused, 2),
+         "unequal": lambda: jp.Problem(fused, cluster=_unequal()),
+         "latency": lambda: jp.Problem(fused, cluster=_unequal(), objective="latency")}[
+        problem]()
+    path, _ = _saved(tmp_path, p)
+    plan = neutral_plan(json.loads(path.read_text()), str(path))
+    ops = sorted(str(op) for s in plan["stages"] for op in s["ops"])
+    assert len(ops) == g.num_nodes

@@ -3,6 +3,8 @@ result JSON (`FORMAT`)."""
 
 from __future__ import annotations
 
+from jaxplace.importers.provenance import original_groups
+
 FORMAT = "jaxplace-hetero-result/1"
 
 
@@ -38,7 +40,7 @@ def result_dict(problem, part, sc, *, method: str, lower_bound: float, source: s
     inst = problem.pipeline_instance
     order = getattr(part, "order", None)
     order = problem.graph.topo_order if order is None else order
-    return {"format": FORMAT, "objective": "throughput", "source": source,
+    out = {"format": FORMAT, "objective": "throughput", "source": source,
             "cluster": problem.cluster.name, "devices": list(inst.device_names),
             "num_nodes": problem.n, "k": problem.k,
             "method": method, "bottleneck": sc.bottleneck, "lower_bound": lower_bound,
@@ -46,7 +48,14 @@ def result_dict(problem, part, sc, *, method: str, lower_bound: float, source: s
             "stage_devices": [inst.device_names[int(p)] for p in sc.devices],
             "assignment": [int(s) for s in sc.assignment],
             "node_ids": list(problem.graph.node_ids),
-            "order": [int(v) for v in order], **extra}
+            "order": [int(v) for v in order]}
+    grouped = original_groups(problem.graph)
+    if grouped is not None:  # a coarsened/fused import: the stage of every original op
+        ids = problem.graph.node_ids
+        out["original_ops"] = [{"name": name, "group": ids[i],
+                                "block": int(sc.assignment[i])} for name, i in grouped]
+    out.update(extra)
+    return out
 
 
 def report_lines(problem, part, sc) -> list[str]:
