@@ -443,6 +443,13 @@ def test_options_an_objective_lacks_are_refused(tmp_path, capsys, argv, match):
     assert not out.exists()
 
 
+def test_objective_keeps_the_settled_k(tmp_path, capsys):
+    path = _chain(tmp_path)  # 6 placement units
+    assert main(["partition", str(path), "-k", "1000000", "--objective", "throughput",
+                 "--method", "dfs", "-q"]) == 0
+    assert " k=6 " in capsys.readouterr().out
+
+
 def test_certify_on_a_cluster_uses_the_objectives_bounds(tmp_path, capsys):
     path = _chain(tmp_path, n=5)
     out = tmp_path / "c.json"

@@ -212,7 +212,9 @@ def problem_from_args(args):
     base, source = load_input(args, default_k=1 if cluster is not None else None)
     if cluster is None and args.objective is None:
         return base, source
-    k = args.k if args.k is not None or cluster is not None else base.k
+    # -k as load_input settled it (capped at the placement units); with a cluster and
+    # no -k, k is the cluster's device count
+    k = None if cluster is not None and args.k is None else base.k
     changes = {"k": k, "cluster": cluster}
     if cluster is not None and "device" in base.graph.meta and args.capacity is None:
         changes["capacity"] = None  # the import device's memory: the cluster's replace it
