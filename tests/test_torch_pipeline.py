@@ -4,6 +4,9 @@ GPipe run whose outputs equal the whole model's."""
 
 from __future__ import annotations
 
+import operator
+from collections import Counter
+
 import numpy as np
 import pytest
 
@@ -20,6 +23,7 @@ from jaxplace.torch import (  # noqa: E402
     repeated_layers,
     run_pipeline,
 )
+from jaxplace.torch.aten_costs import aten_name  # noqa: E402
 from jaxplace.torch.models import GPT2, ResNet, UnequalMLP  # noqa: E402
 from jaxplace.torch.trace import from_torch  # noqa: E402
 
@@ -98,6 +102,13 @@ def test_split_spec_is_accepted_and_stages_hold_the_planned_parameters(make, k):
     assert pipe.num_stages == k
     got = [_state_bytes(pipe.get_stage_module(s)) for s in range(k)]
     np.testing.assert_array_equal(got, plan.param_bytes)
+    for s in range(k):  # each stage runs exactly the ATen ops the plan gave it
+        theirs = Counter(aten_name(n.target) for mod in pipe.get_stage_module(s).modules()
+                         for n in getattr(getattr(mod, "graph", None), "nodes", ())
+                         if n.op == "call_function" and n.target is not operator.getitem)
+        mine = Counter(o.aten for o, a in zip(plan.ops, plan.split.assignment, strict=True)
+                       if a == s)
+        assert theirs == mine
 
 
 def test_even_split_of_layers_is_costed():
