@@ -450,6 +450,24 @@ def test_objective_keeps_the_settled_k(tmp_path, capsys):
     assert " k=6 " in capsys.readouterr().out
 
 
+def test_certify_on_unequal_devices_keeps_the_device_order(tmp_path, capsys):
+    """--certify's partition (an assignment) never replaces the plan it bounds: on
+    unequal devices that would drop the stage -> device map (a defect once)."""
+    import numpy as np
+
+    import jaxplace as jp
+
+    path, out = _chain(tmp_path), tmp_path / "r.json"
+    assert main(["partition", str(path), "--cluster", "moirai_inter", "--method", "dfs",
+                 "--certify", "-q", "-o", str(out)]) == 0
+    assert "improved" not in capsys.readouterr().out
+    data = json.loads(out.read_text())
+    p = jp.Problem(jp.load_problem(path, 1).graph, cluster=jp.load_cluster("moirai_inter"))
+    sc = jp.evaluate_partition(p, np.array(data["assignment"]),
+                               devices=[p.cluster.index(d) for d in data["stage_devices"]])
+    assert sc.bottleneck == pytest.approx(data["bottleneck"], rel=1e-12)
+
+
 def test_certify_on_a_cluster_uses_the_objectives_bounds(tmp_path, capsys):
     path = _chain(tmp_path, n=5)
     out = tmp_path / "c.json"

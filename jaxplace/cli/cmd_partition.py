@@ -202,7 +202,8 @@ def run(args) -> int:
             left = None if args.time_limit is None else args.time_limit - (tc - t_start)
             cert = _certify(problem, found, args, runner, left)
             timings["certify_s"] = time.perf_counter() - tc
-            if cert is not None and cert.partition is not None and cert.upper_bound < cost:
+            if cert is not None and cert.partition is not None and cert.partition_source \
+                    != "given" and cert.upper_bound < cost * (1 - 1e-9):  # a bound's own
                 best, cost, found_by = cert.partition, cert.upper_bound, cert.partition_source
                 print(f"the certificate's {found_by} improved the partition:")
         for line in obj.report(problem, best, cert):
