@@ -200,6 +200,11 @@ def add_problem_args(p: argparse.ArgumentParser) -> None:
                    "the makespan of one inference on --cluster")
 
 
+#: Fields of a `Problem` that the input and its flags set (errors name the input).
+_PROBLEM_FIELDS = ("k", "bandwidth", "memory", "capacity", "cpus", "supported_on_accel",
+                   "graph", "objective")
+
+
 def problem_from_args(args):
     """(Problem, source name) of `add_problem_args`: the input's problem with --cluster
     and --objective applied; the objective the Problem resolves to checks (and
@@ -222,8 +227,9 @@ def problem_from_args(args):
         changes["objective"] = args.objective
     try:
         return base.replace(**changes), source
-    except JaxplaceError as exc:
-        raise (exc.with_source(args.cluster) if args.cluster else exc) from None
+    except JaxplaceError as exc:  # a problem option of the input, else the cluster's
+        mine = exc.field in _PROBLEM_FIELDS or not args.cluster
+        raise exc.with_source(source if mine else args.cluster) from None
 
 
 # -- outputs --------------------------------------------------------------------------
