@@ -4,6 +4,7 @@ GPipe run whose outputs equal the whole model's."""
 
 from __future__ import annotations
 
+import dataclasses
 import operator
 from collections import Counter
 
@@ -143,6 +144,15 @@ def test_coarse_boundaries_are_reported_with_an_op_level_split():
     before = plan.op_split_points[0]["before_op"]
     assert before == plan.ops[plan.op_split.starts[1]].name
     assert f"pipe_split() before op {before}" in plan.summary()
+
+
+def test_weights_that_fit_no_stage_are_refused():
+    from jaxplace.importers import get_device
+
+    m, x = _gpt()
+    tiny = dataclasses.replace(get_device("h100"), memory_bytes=1e5)  # < one stage's weights
+    with pytest.raises(jp.JaxplaceError, match="fits the weights"):
+        plan_pipeline(m, (x[:2],), k=2, device=tiny)
 
 
 def test_unsupported_objective_is_refused():

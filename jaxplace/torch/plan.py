@@ -189,11 +189,16 @@ def plan_pipeline(module, example_args: Sequence, k: int, *, device: str | Devic
     module.eval()
     graph, ops = from_torch(module, example_args, example_kwargs, device=dev)
     bounds = module_boundaries(ops)
-    split = plan_chain(graph, list(bounds), k, seed=seed)
-    op_split = plan_chain(graph, range(graph.num_nodes), k, seed=seed)
+    cap = dev.memory_bytes  # a stage's weights must fit on its device
+    split = plan_chain(graph, list(bounds), k, seed=seed, capacity=cap)
+    if not np.isfinite(split.bottleneck):
+        raise JaxplaceError(f"no split into {k} stages at module boundaries fits the "
+                            f"weights in {dev.name} memory ({cap / 2**30:.0f} GiB per stage)",
+                            field="k")
+    op_split = plan_chain(graph, range(graph.num_nodes), k, seed=seed, capacity=cap)
     layers = repeated_layers(ops)
     even_starts = even_layer_starts(layers, k)
-    even = (split_from_starts(graph, even_starts, method="even layers")
+    even = (split_from_starts(graph, even_starts, method="even layers", capacity=cap)
             if even_starts and len(set(even_starts)) == k else None)
     starts = [bounds.get(p, "") for p in split.starts]
     notes = _notes(split, op_split, k, len(bounds), balance_target)
