@@ -302,3 +302,19 @@ def test_export_json_of_a_fused_graph_names_the_original_ops(tmp_path, problem):
     plan = neutral_plan(json.loads(path.read_text()), str(path))
     ops = sorted(str(op) for s in plan["stages"] for op in s["ops"])
     assert len(ops) == g.num_nodes
+
+
+def test_latency_milp_stops_building_at_the_time_limit():
+    """`--certify --time-limit 5` on 400 ops ran 53 s: building the model alone took
+    longer than the limit. The build stops at the deadline with the closed-form bound
+    (valid) and the best schedule known."""
+    from jaxplace.cluster import load_cluster
+    from jaxplace.latency.milp import UNBUILT, latency_lower_bound, solve_moirai
+    from jaxplace.latency.models import gpt_like
+
+    p = jp.Problem(gpt_like(2, 256, 4), cluster=load_cluster("moirai_inter"),
+                   objective="latency")
+    res = solve_moirai(p.latency, time_limit=1e-3)
+    assert res.status == UNBUILT
+    assert res.bound == min(latency_lower_bound(p.latency), res.makespan)
+    assert res.makespan >= res.bound

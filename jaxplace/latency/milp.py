@@ -137,7 +137,17 @@ class _Cols:
     Z: int
 
 
-def build_moirai(inst: LatencyInstance, H: float, lb: float, scale: float):
+class OutOfTime(Exception):  # noqa: N818 (a control-flow signal, not an error)
+    """Building the model ran past the caller's deadline."""
+
+
+def _check_deadline(deadline: float | None) -> None:
+    if deadline is not None and time.perf_counter() > deadline:
+        raise OutOfTime
+
+
+def build_moirai(inst: LatencyInstance, H: float, lb: float, scale: float,
+                 deadline: float | None = None):
     """The MOIRAI model in units of `scale` seconds: (ModelBuilder, _Cols)."""
     g, n, d = inst.graph, inst.n, inst.num_devices
     t = inst.times / scale
@@ -195,6 +205,8 @@ def build_moirai(inst: LatencyInstance, H: float, lb: float, scale: float):
     reach = reachability(inst)
     d_op = {}
     for i, j in itertools.combinations(range(n), 2):  # (6)
+        if j == i + 1:  # the O(n^2) part: stop at the caller's deadline
+            _check_deadline(deadline)
         if reach[i, j] or reach[j, i]:
             continue
         shared = [p for p in range(d) if runnable[i, p] and runnable[j, p]]
@@ -208,11 +220,11 @@ def build_moirai(inst: LatencyInstance, H: float, lb: float, scale: float):
             m.row(add(C(j, {int(S[i]): 1.0} | both, -1.0), dl, Hs), -2 * Hs)
             m.row(add(C(i, {int(S[j]): 1.0} | both, -1.0), dl, -Hs), -3 * Hs)
 
-    d_tr = _congestion(inst, m, u, R, dur, reach, Hs)
+    d_tr = _congestion(inst, m, u, R, dur, reach, Hs, deadline)
     return m, _Cols(x, S, u, R, d_op, d_tr, Z)
 
 
-def _congestion(inst, m, u, R, dur, reach, Hs) -> dict:
+def _congestion(inst, m, u, R, dur, reach, Hs, deadline=None) -> dict:
     """(8): transfers sharing a send or a receive port do not overlap."""
     g, d = inst.graph, inst.num_devices
     keys = sorted(R)
@@ -226,7 +238,9 @@ def _congestion(inst, m, u, R, dur, reach, Hs) -> dict:
         return {u[(e, p, q)]: dur[(e, p, q)] for p in range(d) if (e, p, q) in u}
 
     d_tr = {}
-    for a, b in itertools.combinations(keys, 2):
+    for step, (a, b) in enumerate(itertools.combinations(keys, 2)):
+        if step % 1024 == 0:
+            _check_deadline(deadline)
         (e, q), (f, r) = a, b
         if e != f and (before(e, f) or before(f, e)):
             continue
@@ -367,10 +381,24 @@ def solve_moirai(inst: LatencyInstance, time_limit: float = 60.0,
     t0 = time.perf_counter()
     H, best, lb = _prepare(inst, warm_start)
     scale = model_scale(inst, H)
-    m, cols = build_moirai(inst, H, lb, scale)
+    try:
+        m, cols = build_moirai(inst, H, lb, scale, deadline=t0 + time_limit)
+    except OutOfTime:  # the closed-form bound and the best schedule known
+        return _unbuilt(best, lb, t0)
     return solve_built(inst, m, cols, scale=scale, lb=lb, best=best,
                        time_limit=time_limit, threads=threads, mip_rel_gap=mip_rel_gap,
                        relax=False, start_fn=start_vector, decode_fn=decode, t0=t0)
+
+
+def _unbuilt(best: Schedule | None, lb: float, t0: float) -> LatencyMILPResult:
+    """The answer when the time limit ran out while building the model."""
+    mk = best.makespan if best is not None else math.inf
+    return LatencyMILPResult(status=UNBUILT, makespan=float(mk), bound=float(min(lb, mk)),
+                             schedule=best, time=time.perf_counter() - t0)
+
+
+#: `LatencyMILPResult.status` when the time limit ran out while building the model
+UNBUILT = "Time limit reached (building the model)"
 
 
 def moirai_lp_bound(inst: LatencyInstance, time_limit: float = 60.0,
@@ -381,7 +409,10 @@ def moirai_lp_bound(inst: LatencyInstance, time_limit: float = 60.0,
     t0 = time.perf_counter()
     H, best, lb = _prepare(inst, None)
     scale = model_scale(inst, H)
-    m, cols = build_moirai(inst, H, lb, scale)
+    try:
+        m, cols = build_moirai(inst, H, lb, scale, deadline=t0 + time_limit)
+    except OutOfTime:
+        return float(lb)
     res = solve_built(inst, m, cols, scale=scale, lb=lb, best=None,
                       time_limit=time_limit, threads=threads, mip_rel_gap=1e-7,
                       relax=True, start_fn=start_vector, decode_fn=decode, t0=t0)
