@@ -51,6 +51,8 @@ class BbrConfig:
         prove_first: try the best split's cost first (proves it optimal when BB&R is
             fast enough), and again after each better split it finds (a descent).
         descent: the share of the time limit those checks may take in all.
+        give_up: stop after this many checks in a row that ran out of time before
+            the first blocks were all listed (too many blocks for BB&R).
     """
 
     step: float = 0.01
@@ -59,6 +61,7 @@ class BbrConfig:
     max_memo: int = 1_000_000
     prove_first: bool = True
     descent: float = 0.3
+    give_up: int = 4
 
 
 @dataclass
@@ -228,6 +231,7 @@ def _climb(out: BbrResult, ask, deadline: float, config: BbrConfig) -> None:
     step = config.step * out.lower_bound
     prove = config.prove_first
     descent_left = config.descent * max(0.0, _left(deadline))
+    stuck = 0
     while True:
         hi = out.cost
         target = hi * (1 - OPTIMAL_RTOL)
@@ -254,6 +258,9 @@ def _climb(out: BbrResult, ask, deadline: float, config: BbrConfig) -> None:
         if proving:
             descent_left -= time.perf_counter() - t1
         prove = proving and ans == "feasible"
+        stuck = stuck + 1 if ans == "unknown" and out.checks[-1].nodes <= 1 else 0
+        if stuck >= config.give_up:  # never past listing the first blocks: hand the
+            return  # time back (the guesses only get closer to the bound)
         if ans == "refuted":
             out.lower_bound = max(out.lower_bound, T)
             step *= 2
