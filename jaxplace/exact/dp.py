@@ -298,15 +298,24 @@ def _max_ratio(atoms: Atoms) -> float:
 ORPHAN_MODES = ("auto", "relax", "full")
 
 
+#: Work limit of `count_problem_ideals` (sum over levels of ideals x (atoms + edges),
+#: see `enumerate_ideals`): about 0.3 s on one core; a deterministic count, so the
+#: planner's decision does not depend on the machine's load.
+COUNT_MAX_WORK = 3e7
+
+
 def count_problem_ideals(problem: Problem, max_ideals: int = DEFAULT_MAX_IDEALS,
-                         merge: bool = True) -> int | None:
+                         merge: bool = True, max_work: float | None = COUNT_MAX_WORK
+                         ) -> int | None:
     """The number of ideals `solve_ideals` enumerates first (those of the forward
-    atoms when the problem has orphan backward atoms), or None when above `max_ideals`.
-    Costs at most about `max_ideals` x atoms bytes and stops at the limit."""
+    atoms when the problem has orphan backward atoms), or None when above `max_ideals`
+    or when counting them would cost more than `max_work` (see `enumerate_ideals`).
+    A cheap fact: costs at most about `max_ideals` x atoms bytes and `max_work`."""
     atoms = build_atoms(problem, merge=merge)
     split = split_orphans(problem, atoms)
     try:
-        return count_ideals(atoms if split is None else split.forward, max_ideals)
+        return count_ideals(atoms if split is None else split.forward, max_ideals,
+                            max_work)
     except JaxplaceError as exc:
         if exc.field != "max_ideals":
             raise
