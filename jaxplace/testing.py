@@ -15,9 +15,13 @@ cost >= OPT or a `JaxplaceError`:
   malformed partitions are refused;
 - the closed-form lower bound, every certificate bound <= OPT; `optimal` only when
   the bound meets a cost `evaluate_partition` confirms;
-- every search method (quick: the four generic ones and one evosax algorithm) and
-  `search_many`: a result whose cost the reference confirms, >= OPT, and a proof of
-  the planner only at OPT;
+- every search method and `search_many`: a result whose cost the reference confirms,
+  >= OPT, and a proof of the planner only at OPT;
+
+`quick` (the default, for CI) keeps every instance and cell but runs the compiled
+decoder once per problem option, every bound and the search methods "default", "dfs"
+and "brkga" only on the first instances (and one without a solution), search_many on
+one; `quick=False` runs everything everywhere on slightly larger graphs.
 - save (strict JSON, an assignment of valid blocks, the confirmed cost) and the
   neutral export of what was saved.
 
@@ -128,8 +132,6 @@ def candidates(objective, *, quick: bool = True, seed: int = 0):
         "infeasible": ({}, {"capacity": 0.5}),
     }
     skip = {(o, "tight") for o in options if o not in ("plain", "k1")}
-    if quick:
-        options.pop("memory")
     for (oname, (gkw, pkw)), (cname, cluster) in itertools.product(
             options.items(), clusters.items()):
         if (oname, cname) in skip:
