@@ -13,9 +13,9 @@ import jax.numpy as jnp
 import jaxplace as jp
 from jaxplace.bench.search_time import instances
 from jaxplace.search.many import ManySettings, prepare
-from jaxplace.search.many_buckets import plan_buckets
-from jaxplace.search.many_program import _many_chunk
-from jaxplace.search.many_run import BucketRun
+from jaxplace.search.many.buckets import plan_buckets
+from jaxplace.search.many.program import _many_chunk
+from jaxplace.search.many.run import BucketRun
 
 probs = [jp.Problem(g, k) for _, g, k in instances(30, [4, 8, 16], 0)]
 prepared = [prepare(p, i) for i, p in enumerate(probs)]

@@ -10,8 +10,8 @@ from concurrent.futures import ThreadPoolExecutor
 import jaxplace as jp
 from jaxplace.bench.search_time import instances
 from jaxplace.search.many import ManySettings, prepare
-from jaxplace.search.many_buckets import plan_buckets
-from jaxplace.search.many_run import BucketRun
+from jaxplace.search.many.buckets import plan_buckets
+from jaxplace.search.many.run import BucketRun
 
 workers = int(sys.argv[1])
 probs = [jp.Problem(g, k) for _, g, k in instances(30, [4, 8, 16], 0)]

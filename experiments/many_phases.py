@@ -10,8 +10,8 @@ import jax  # noqa: E402
 import jaxplace as jp  # noqa: E402
 from jaxplace.bench.search_time import instances  # noqa: E402
 from jaxplace.search.many import ManySettings, prepare  # noqa: E402
-from jaxplace.search.many_buckets import plan_buckets  # noqa: E402
-from jaxplace.search.many_run import BucketRun  # noqa: E402
+from jaxplace.search.many.buckets import plan_buckets  # noqa: E402
+from jaxplace.search.many.run import BucketRun  # noqa: E402
 from jaxplace.search.planner import exact_answer  # noqa: E402
 
 probs = [jp.Problem(g, k) for _, g, k in instances(30, [4, 8, 16], 0)]

@@ -29,8 +29,8 @@ def main() -> None:
     import jaxplace as jp
     from jaxplace.generators import regal_set
     from jaxplace.search.many import prepare, search_many
-    from jaxplace.search.many_buckets import plan_buckets
-    from jaxplace.search.many_ray import ray_buckets
+    from jaxplace.search.many.buckets import plan_buckets
+    from jaxplace.search.many.ray_tasks import ray_buckets
 
     probs = [jp.Problem(g, 4) for g in regal_set(a.count, seed=7, n_range=(50, 60))]
     kw = dict(budget=a.budget, polish=False, max_programs=1)

@@ -314,10 +314,7 @@ OBJECTIVE_PACKAGES = ("objectives", "latency", "hetero")
 #: names that only an objective's own package may compare against
 OBJECTIVE_NAMES = {"throughput", "latency", "throughput-unequal"}
 #: files still branching, each with its owner's task; only ever remove
-BRANCH_ALLOWLIST = {
-    # search/many becomes a package asking `objective.require("search_many")`
-    "search/many.py",
-}
+BRANCH_ALLOWLIST: set = set()
 
 
 #: reads of the same names that are not about objectives

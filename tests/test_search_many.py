@@ -14,7 +14,7 @@ from strategies import small_graph
 import jaxplace as jp
 from jaxplace.cost import evaluate_partition
 from jaxplace.search.many import bucket_summary, iter_search_many, search_many
-from jaxplace.search.many_buckets import plan_buckets
+from jaxplace.search.many.buckets import plan_buckets
 
 
 def tiny_problem(seed: int) -> jp.Problem:
@@ -129,7 +129,7 @@ def test_time_limit_compiles_first_and_every_bucket_searches():
 
 def interrupt_after(monkeypatch, chunks: int, action):
     """Make the bucket loop call `action()` instead of its chunk number `chunks`."""
-    from jaxplace.search import many_run
+    from jaxplace.search.many import run as many_run
 
     calls = {"n": 0}
     real = many_run.many_chunk
@@ -206,6 +206,9 @@ def test_bad_input_names_the_field():
     p = jp.Problem(small_graph(0, 10), 2)
     with pytest.raises(jp.JaxplaceError, match=r"problems\[1\]"):
         search_many([p, "nope"])
+    for bad in (None, p, 3):
+        with pytest.raises(jp.JaxplaceError, match="problems: expected a list"):
+            search_many(bad)
     with pytest.raises(jp.JaxplaceError, match="executor"):
         search_many([p], executor="dask")
     with pytest.raises(jp.JaxplaceError, match="method"):

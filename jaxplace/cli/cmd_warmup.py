@@ -179,7 +179,7 @@ def warm(args) -> int:
 def warm_many(args) -> tuple[int, int]:
     """Compile (or find cached) search_many's programs for the batch of `--many`
     REGAL-like graphs: (compiled, cache hits). A batch of other graphs may merge into
-    other padded shapes (`jaxplace.search.many_buckets`)."""
+    other padded shapes (`jaxplace.search.many.buckets`)."""
     import jaxplace as jp
     from jaxplace.bench.compiles import count_compiles
     from jaxplace.bench.search_time import instances

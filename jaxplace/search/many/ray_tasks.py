@@ -23,7 +23,7 @@ DONE = "done"
 
 def _bucket_task(members, bucket, settings):
     """A Ray generator task's body: (index, Result) per problem, then (DONE, s)."""
-    from jaxplace.search.many_run import run_bucket
+    from jaxplace.search.many.run import run_bucket
 
     t0 = time.perf_counter()
     yield from run_bucket(members, bucket, settings)

@@ -8,7 +8,7 @@ stop, every unfinished problem reports its best so far.
 
 `run_bucket` runs a bucket's problems `group` at a time (`default_group`: one per
 program call on CPUs, all on accelerators): the Ray executor's task body; the local
-executor (`many_local`) hands the same groups to its threads.
+executor (`local`) hands the same groups to its threads.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxplace.decoder.layout import stack_graphs
-from jaxplace.search.many_program import DONE, LOCAL, ManyData, ManyProgram, many_chunk
+from jaxplace.search.many.program import DONE, LOCAL, ManyData, ManyProgram, many_chunk
 from jaxplace.search.result import History, Result
 
 #: With a time limit, a chunk is shortened to end this far (a share of the time

@@ -26,7 +26,7 @@ import threading
 import time
 from collections.abc import Iterator
 
-from jaxplace.search.many_run import BucketRun, bucket_groups
+from jaxplace.search.many.run import BucketRun, bucket_groups
 
 
 def local_buckets(prepared, buckets, settings, cancel: threading.Event, start: float,

@@ -4,9 +4,9 @@
     results = jp.search_many([jp.Problem(g, k) for g in graphs for k in (2, 4, 8)],
                              time_limit=60, on_result=lambda i, r: print(i, r.cost))
 
-The problems are grouped into buckets of one padded shape (`many_buckets`: at most
+The problems are grouped into buckets of one padded shape (`buckets`: at most
 `max_programs` of them, k a runtime value of the decoder). A bucket is one compiled
-program (`many_program`) that advances the searches of all its problems together,
+program (`program`) that advances the searches of all its problems together,
 vmapped over problems x population: BRKGA (population 100, a third of the budget,
 stopped early without improvement; at k >= 8 its first population and mutants
 drawn from the shipped policy, as in the default search), then a batched local
@@ -22,7 +22,7 @@ keeps every finished result and, for each unfinished problem, its best so far (t
 best heuristic order when its bucket never started), marked `interrupted`.
 
 Executors: "local" runs the buckets in this process, `workers` of them at once on
-host threads (`many_local`: one per core by default; with a time limit all programs
+host threads (`local`: one per core by default; with a time limit all programs
 are compiled first, then each bucket gets a share of the time left by its padded
 work); "ray" runs one Ray task per bucket (`num_cpus` each; `ray_address`: an
 existing cluster, None: a local one), each with the whole time limit. With no time
@@ -47,8 +47,8 @@ import numpy as np
 from jaxplace.decoder.batching import usable_cores
 from jaxplace.errors import JaxplaceError
 from jaxplace.problem import Problem
-from jaxplace.search.many_buckets import MAX_PROGRAMS, Bucket, plan_buckets, problem_class
-from jaxplace.search.many_run import (  # noqa: F401 (POLISH_MAX_TIME: public here)
+from jaxplace.search.many.buckets import MAX_PROGRAMS, Bucket, plan_buckets, problem_class
+from jaxplace.search.many.run import (  # noqa: F401 (POLISH_MAX_TIME: public here)
     POLISH_MAX_TIME,
     bucket_groups,
     default_group,
@@ -119,10 +119,7 @@ def prepare(problem: Problem, index: int, coupled: bool | None = None,
     if not isinstance(problem, Problem):
         raise JaxplaceError(f"expected a Problem, got {type(problem).__name__}",
                             field=f"problems[{index}]")
-    if problem.hetero or problem.objective != "throughput":
-        raise JaxplaceError("search_many handles throughput problems on identical "
-                            "devices; use jp.search for latency or unequal devices",
-                            field=f"problems[{index}]")
+    problem.objective_impl.require("search_many", field=f"problems[{index}]")
     if coupled is None:
         from jaxplace.search.default import _policy_helps
 
@@ -192,6 +189,7 @@ def search_many(problems: Sequence[Problem], method: str | None = None, *,
     Returns:
         One `Result` per problem, in input order (`method` "many").
     """
+    problems = problem_list(problems)
     out: list[Result | None] = [None] * len(problems)
     for i, r in iter_search_many(problems, method, time_limit=time_limit, budget=budget,
                                  seed=seed, executor=executor, cancel=cancel,
@@ -222,7 +220,7 @@ def iter_search_many(problems: Sequence[Problem], method: str | None = None, *,
         raise JaxplaceError(f"must be 'local' or 'ray', got {executor!r}", field="executor")
     if workers is not None and int(workers) < 1:
         raise JaxplaceError(f"must be at least 1, got {workers}", field="workers")
-    problems = list(problems)
+    problems = problem_list(problems)
     if not problems:
         return
     cancel = cancel or threading.Event()
@@ -251,12 +249,12 @@ def iter_search_many(problems: Sequence[Problem], method: str | None = None, *,
     pending = {p.index for p in prepared}
     try:
         if executor == "ray":
-            from jaxplace.search.many_ray import ray_buckets
+            from jaxplace.search.many.ray_tasks import ray_buckets
 
             stream = ray_buckets(prepared, buckets, settings, cancel, ray_address,
                                  num_cpus)
         else:
-            from jaxplace.search.many_local import local_buckets
+            from jaxplace.search.many.local import local_buckets
 
             stream = local_buckets(prepared, buckets, settings, cancel, start,
                                    workers or usable_cores())
@@ -270,6 +268,16 @@ def iter_search_many(problems: Sequence[Problem], method: str | None = None, *,
         cancel.set()
     for i in sorted(pending):  # never started, or lost to an interrupt
         yield i, seed_result(prepared[i], start)
+
+
+def problem_list(problems) -> list:
+    """`problems` as a list (a sequence or iterator of anything; each item is checked
+    by `prepare`), or a JaxplaceError naming the field."""
+    if isinstance(problems, (str, bytes, Problem)) or not isinstance(
+            problems, Sequence | Iterator):
+        raise JaxplaceError(f"expected a list of Problems, got {type(problems).__name__}",
+                            field="problems")
+    return list(problems)
 
 
 def _settings(method, time_limit, budget, seed, polish, options) -> ManySettings:

@@ -1,0 +1,28 @@
+"""`search_many(problems)`: many throughput problems in few compiled programs (see
+`api` for the whole story).
+
+Modules, lowest first: `buckets` (size classes and padded shapes), `program` (the
+compiled step of a bucket), `run` (one bucket's host loop, streaming, MIP polish),
+`local` and `ray_tasks` (the executors), `api` (validation, the exact first step,
+`search_many` / `iter_search_many`).
+"""
+
+from jaxplace.search.many.api import (
+    CHUNK_STEPS,
+    METHOD,
+    POLISH_MAX_TIME,
+    POPULATION,
+    ManySettings,
+    Prepared,
+    bucket_summary,
+    iter_search_many,
+    policy_distribution,
+    prepare,
+    search_many,
+    seed_result,
+)
+from jaxplace.search.many.buckets import MAX_PROGRAMS
+
+__all__ = ["CHUNK_STEPS", "MAX_PROGRAMS", "METHOD", "POLISH_MAX_TIME", "POPULATION",
+           "ManySettings", "Prepared", "bucket_summary", "iter_search_many",
+           "policy_distribution", "prepare", "search_many", "seed_result"]
