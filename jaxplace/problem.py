@@ -132,12 +132,6 @@ class Problem:
         return self.instance
 
     @property
-    def hetero(self) -> bool:
-        """Deprecated (kept while callers move): ask the resolved objective instead,
-        e.g. `problem.objective_impl.supports("identical_devices")`."""
-        return self.objective_impl.row_width(self) is None
-
-    @property
     def pipeline_instance(self):
         """The `LatencyInstance` of a pipeline on unequal devices (`instance`; kept
         by name): its stages cost `jaxplace.hetero.model`'s."""

@@ -208,8 +208,10 @@ def _problem(n: int = 14, seed: int = 0, **kw) -> jp.Problem:
 
 def test_problem_wiring():
     pr = _problem()
-    assert pr.hetero and pr.k == 3 and pr.pipeline_instance.num_devices == 3
-    assert not jp.Problem(pr.graph, cluster=uniform_cluster(3)).hetero  # fast path
+    assert pr.objective_impl.name == "throughput-unequal"
+    assert pr.k == 3 and pr.pipeline_instance.num_devices == 3
+    fast = jp.Problem(pr.graph, cluster=uniform_cluster(3)).objective_impl  # fast path
+    assert fast.name == "throughput" and fast.supports("identical_devices")
     assert jp.Problem(pr.graph, k=2, cluster=pr.cluster).k == 2
     inst = pr.pipeline_instance
     x = np.random.default_rng(0).random(pr.n + 3).astype(np.float32)

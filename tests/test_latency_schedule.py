@@ -222,7 +222,8 @@ def test_problem_validation():
         jp.Problem(g, 2, objective="latency")
     with pytest.raises(JaxplaceError, match="^k: "):
         jp.Problem(g, 2, cluster=c, objective="latency")
-    assert jp.Problem(g, cluster=c).hetero  # throughput on unequal devices (hetero)
+    # throughput on unequal devices (hetero)
+    assert jp.Problem(g, cluster=c).objective_impl.name == "throughput-unequal"
     with pytest.raises(JaxplaceError, match="^k: missing"):
         jp.Problem(g)
     assert jp.Problem(g, cluster=uniform_cluster(3)).k == 3
