@@ -159,3 +159,34 @@ def test_the_contract_is_abstract():
     assert not objectives()["latency"].supports("colocation")
     with pytest.raises(ValueError, match="capability"):
         objectives()["latency"].supports("colour")
+
+
+@pytest.mark.parametrize("first", [False, True])
+def test_the_toy_runs_through_the_cli(tmp_path, capsys, first):
+    """partition, certify --partition and export --to json with nothing but the toy's
+    module (registered after the others, or before them serving throughput)."""
+    import json
+
+    from jaxplace.cli.main import main
+    from jaxplace.formats.nodelink import nodelink_data
+
+    toy = register(ThroughputFirst() if first else ComputeOnly(), first=first)
+    g = tiny_graph(0, 8)
+    graph, result, plan = tmp_path / "g.json", tmp_path / "r.json", tmp_path / "p.json"
+    graph.write_text(json.dumps(nodelink_data(g)))
+    objective = [] if first else ["--objective", toy.problem_objective]
+    try:
+        assert main(["partition", str(graph), "-k", "2", *objective,
+                     "-o", str(result)]) == 0
+        saved = json.loads(result.read_text())
+        p = jp.Problem(g, 2, objective=toy.problem_objective)
+        assert objective_of(p) is toy
+        assert saved["bottleneck"] == toy.evaluate_partition(
+            p, np.asarray(saved["assignment"])).cost
+        assert main(["certify", str(graph), "-k", "2", *objective,
+                     "--partition", str(result)]) == 0
+        assert main(["export", str(result), "--to", "json", "-o", str(plan)]) == 0
+        assert sum(len(s["ops"]) for s in json.loads(plan.read_text())["stages"]) == 8
+    finally:
+        unregister(toy.name)
+    assert "Traceback" not in capsys.readouterr().err

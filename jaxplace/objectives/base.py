@@ -201,13 +201,13 @@ class Objective(abc.ABC):
 
     def report(self, problem, result, certificate=None) -> list[str]:
         """Text lines the CLI prints for a found partition (a `Result`, `Partition`
-        or assignment): by default its confirmed cost and the objective's bound."""
+        or assignment) above its cost / bound line: by default the ops per block."""
         part = as_partition(result)
-        cost = float(self.evaluate_partition(problem, part).cost)
-        lb = float(self.lower_bound(problem)) if certificate is None else float(
-            certificate.lower_bound)
-        ratio = f" ({cost / lb:.4g}x the bound)" if lb > 0 and math.isfinite(cost) else ""
-        return [f"{self.label}: cost {cost:.6g}, lower bound {lb:.6g}{ratio}"]
+        a = np.asarray(getattr(self.evaluate_partition(problem, part), "assignment",
+                               getattr(part, "assignment", part)))
+        blocks, counts = np.unique(a, return_counts=True)
+        return [f"{len(blocks)} blocks: " + ", ".join(
+            f"{int(b)}: {int(c)} ops" for b, c in zip(blocks, counts, strict=True))]
 
     # -- proofs --------------------------------------------------------------------
     @abc.abstractmethod
