@@ -340,7 +340,7 @@ def _check_search(rep, obj, inst, p, opt, quick, seed, time_limit,
             continue
         if not saved:
             saved = True
-            _check_save(rep, obj, inst, p, r, method)
+            _check_save(rep, obj, inst, p, r, method, opt)
     if many:
         _check_many(rep, obj, inst, p, opt, seed)
 
@@ -376,7 +376,7 @@ def _check_many(rep, obj, inst, p, opt, seed) -> None:
     _check_result(rep, obj, inst, "search_many", p, opt, out[0])
 
 
-def _check_save(rep, obj, inst, p, r, method) -> None:
+def _check_save(rep, obj, inst, p, r, method, opt) -> None:
     from jaxplace.export.neutral import neutral_plan
     from jaxplace.formats.results import save_result
 
@@ -406,6 +406,8 @@ def _check_save(rep, obj, inst, p, r, method) -> None:
             rep.fail(inst, "save", f"cost {cost!r}, confirmed {conf!r}")
             return
         rep.ok(inst, "save")
+        _check_reload(rep, obj, inst, p, path, opt)
+        _check_certificate_saved(rep, obj, inst, p, r, os.path.join(tmp, "c.json"))
         plan = _call(rep, inst, "export json", lambda: neutral_plan(saved, path))
         if plan is None:
             return
@@ -414,6 +416,41 @@ def _check_save(rep, obj, inst, p, r, method) -> None:
             rep.fail(inst, "export json", f"{len(ops)} ops in the plan for {p.n}")
         else:
             rep.ok(inst, "export json")
+
+
+def _check_reload(rep, obj, inst, p, path, opt) -> None:
+    """What `certify --partition` reads back: a partition of this objective >= OPT."""
+    from jaxplace.formats.results import load_assignment
+
+    part = _call(rep, inst, "load", lambda: load_assignment(path, p))
+    if part is None:
+        return
+    conf = _call(rep, inst, "load", lambda: _confirm(obj, p, part))
+    if conf is not None and not _geq(conf, opt):
+        rep.fail(inst, "load", f"reloaded partition costs {conf!r} < OPT {opt!r}")
+    elif conf is not None:
+        rep.ok(inst, "load")
+
+
+def _check_certificate_saved(rep, obj, inst, p, r, path) -> None:
+    """save_result of the bare partition (the README's pattern) with a certificate."""
+    from jaxplace.bounds.certificate import certify
+    from jaxplace.formats.results import save_result
+
+    cert = _call(rep, inst, "save(certificate)", lambda: certify(
+        p, r.partition, methods=obj.default_bounds[:1], time_limit=10.0))
+    if cert is None:
+        return
+    data = _call(rep, inst, "save(certificate)", lambda: save_result(
+        path, p, r.partition, certificate=cert))
+    if data is None:
+        return
+    with open(path) as f:
+        saved = json.load(f).get("certificate")
+    if not isinstance(saved, dict) or saved.get("lower_bound") != cert.lower_bound:
+        rep.fail(inst, "save(certificate)", f"certificate written as {saved!r}")
+    else:
+        rep.ok(inst, "save(certificate)")
 
 
 def _no_constant(name):
