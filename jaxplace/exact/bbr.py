@@ -56,12 +56,12 @@ class BbrConfig:
     """
 
     step: float = 0.01
-    share: float = 0.5
+    share: float = 0.25
     min_check: float = 0.05
     max_memo: int = 1_000_000
     prove_first: bool = True
     descent: float = 0.3
-    give_up: int = 4
+    give_up: int = 3
 
 
 @dataclass
