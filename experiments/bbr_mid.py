@@ -6,13 +6,17 @@ ends with, its bound and status. Run from the repository root:
 
     nice python experiments/bbr_mid.py
 """
-import sys, time
+import sys
+import time
+
 sys.path.insert(0, "tests")
-import jaxplace as jp
 from strategies import small_graph
-from jaxplace.exact.dp import count_problem_ideals
-from jaxplace.exact.bbr import solve_bbr
+
+import jaxplace as jp
 from jaxplace.bounds import sample_partition
+from jaxplace.exact.bbr import solve_bbr
+from jaxplace.exact.dp import count_problem_ideals
+
 for n in (40, 60):
     for seed in range(2):
         g = small_graph(seed, n)
@@ -22,4 +26,7 @@ for n in (40, 60):
             a, ub = sample_partition(p, 32, seed=0)
             t = time.perf_counter()
             r = solve_bbr(p, partition=a, time_limit=30)
-            print(f"n={n} seed={seed} k={k} ideals {cnt} sampledUB {ub:.2f} -> UB {r.cost:.2f} LB {r.lower_bound:.2f} ratio {r.cost/r.lower_bound:.4f} {r.status} {time.perf_counter()-t:.1f}s nodes {r.nodes}", flush=True)
+            print(f"n={n} seed={seed} k={k} ideals {cnt} sampledUB {ub:.2f} -> "
+                  f"UB {r.cost:.2f} LB {r.lower_bound:.2f} "
+                  f"ratio {r.cost / r.lower_bound:.4f} {r.status} "
+                  f"{time.perf_counter() - t:.1f}s nodes {r.nodes}", flush=True)

@@ -34,7 +34,6 @@ from dataclasses import dataclass, field
 
 from jaxplace.exact.bbr_model import Model, TData
 
-
 #: Blocks listed at a time at a node before its children are searched.
 CHUNK = 256
 
