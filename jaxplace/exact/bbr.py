@@ -32,6 +32,10 @@ from jaxplace.exact.bbr_model import Model, build_model, tdata
 from jaxplace.exact.bbr_search import CheckStats, Memo, OutOfTime, check
 from jaxplace.problem import Problem
 
+#: Refuted to within this (relative to the best cost) of a guess that ran out of time,
+#: that guess is asked again with a fresh budget.
+RETRY_RTOL = 1e-4
+
 #: A split of cost U is reported optimal once U (1 - OPTIMAL_RTOL) is refuted (the
 #: certificate's tolerance is 1e-6).
 OPTIMAL_RTOL = 1e-7
@@ -246,10 +250,12 @@ def _climb(out: BbrResult, ask, deadline: float, config: BbrConfig) -> None:
             T = target
         elif top >= hi:  # climb by the step; near the split, try to prove it
             T = target if hi - out.lower_bound <= 4 * step else out.lower_bound + step
+        elif top - out.lower_bound <= RETRY_RTOL * hi:
+            # refuted up to a guess that ran out of time: ask it again, with the larger
+            # budget the time left now gives (the memo keeps what was refuted)
+            T, top = top, hi
         else:  # below a guess left unanswered: never past the middle
             T = min(out.lower_bound + max(step, 1e-12 * hi), 0.5 * (out.lower_bound + top))
-            if top - out.lower_bound <= OPTIMAL_RTOL * hi:
-                return
         t1 = time.perf_counter()
         budget = left * config.share
         if proving:
