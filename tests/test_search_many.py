@@ -189,6 +189,39 @@ def test_ctrl_c_keeps_every_best(monkeypatch):
         assert 0 < r.evaluations <= 2 * 8 * 100  # the best of two chunks
 
 
+CACHE_PROBE = """
+import jaxplace as jp
+from jaxplace.bench.compiles import count_compiles
+from jaxplace.search.many import search_many
+p = jp.Problem(jp.CompGraph([1.0, 2, 3, 4, 5, 6], [(0, 1), (1, 2), (2, 3), (3, 4), (4, 5)],
+                            [1.0] * 6, [1.0] * 6), 2)
+with count_compiles() as c:
+    (r,) = search_many([p], budget=400, exact=False, polish=False)
+print(c["_many_chunk"], c.cache_hits["_many_chunk"], repr(r.cost))
+"""
+
+
+@pytest.mark.heavy  # two fresh processes, each importing JAX and compiling
+def test_a_second_process_reads_the_program_from_the_persistent_cache(tmp_path):
+    """Some jax versions silently reject CPU entries on reload: the second process
+    must count a cache hit for the bucket program (and find the same answer)."""
+    import subprocess
+    import sys
+
+    from jaxplace.compile_cache import plain_python_env
+
+    env = plain_python_env()
+    env["JAXPLACE_CACHE_DIR"] = str(tmp_path)
+    env.pop("JAX_COMPILATION_CACHE_DIR", None)
+    env["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0"  # a tiny program: keep it
+    out = [subprocess.run([sys.executable, "-c", CACHE_PROBE], env=env, check=True,
+                          capture_output=True, text=True).stdout.split()
+           for _ in range(2)]
+    assert out[0][:2] == ["1", "0"]  # compiled, nothing cached yet
+    assert out[1][:2] == ["1", "1"]  # read back from the cache
+    assert out[0][2] == out[1][2]
+
+
 @pytest.mark.heavy  # its own compile and a 2 s MIP
 def test_polish_at_small_k_stays_exact():
     p = jp.Problem(small_graph(7, 14), 2)
