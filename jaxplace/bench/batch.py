@@ -15,8 +15,9 @@ graph i with k = ks[i % len(ks)], search seed `seed + i`). Methods:
 
 Cost: geometric mean over graphs of cost / C++ cost. `--cache fresh` (default): each
 worker gets an empty compilation cache (a user's first run). Exit status 1 when a
-target of issue 44 (2-core CPU) is missed: at most 8 programs, cost <= 0.97x C++ in
-total cold wall <= 2x C++'s.
+target of issues 44 / 51 (2-core CPU) is missed: at most 8 programs, cost <= 0.97x
+C++ in total cold wall <= 3x C++'s, warm wall <= 1.5x, and (no time limit) the warm
+pass's costs bit-identical to the cold pass's.
 """
 
 from __future__ import annotations
@@ -37,7 +38,9 @@ MANY_PROGRAMS = ("_many_chunk",)
 #: Issue 44's CPU targets.
 MAX_PROGRAMS = 8
 MAX_COST_RATIO = 0.97
-MAX_TIME_RATIO = 2.0
+MAX_TIME_RATIO = 3.0  # issue 51 (issue 44 asked 2x)
+#: Issue 51: with the programs compiled, the same cost in at most this x C++'s wall.
+MAX_WARM_RATIO = 1.5
 
 
 def add_arguments(p) -> None:
@@ -163,7 +166,7 @@ def report(recs: dict, lbs: list[float], args) -> tuple[str, bool]:
             + (f"{_gm(np.asarray(many['warm_costs']) / np.asarray(ref['costs'])):.4f}"
                if ref else "-")]
     met = True
-    lines += ["", "Targets (issue 44, 2-core CPU):"]
+    lines += ["", "Targets (issues 44 and 51, 2-core CPU):"]
 
     def check(ok, what):
         nonlocal met
@@ -180,6 +183,14 @@ def report(recs: dict, lbs: list[float], args) -> tuple[str, bool]:
         t = many["total_s"] / ref["total_s"]
         check(t <= MAX_TIME_RATIO, f"total cold wall <= {MAX_TIME_RATIO}x C++ ({t:.2f}x: "
               f"{many['total_s']:.1f} s vs {ref['total_s']:.1f} s)")
+        w = many["warm_s"] / ref["total_s"]
+        check(w <= MAX_WARM_RATIO, f"warm wall (programs compiled) <= {MAX_WARM_RATIO}x "
+              f"C++ ({w:.2f}x)")
+    if many and args.time_limit is None:
+        same = many["costs"] == many["warm_costs"]
+        differ = sum(a != b for a, b in zip(many["costs"], many["warm_costs"], strict=True))
+        check(same, "same seed, no time limit: the warm pass finds bit-identical costs"
+              + ("" if same else f" ({differ} differ)"))
     return "\n".join(lines), met
 
 
