@@ -3,9 +3,10 @@
 Each problem starts in the class of `search_spec` (units in 2 sizes per doubling, k
 rounded up to a power of two) and its own block window (`bucket_window` of it
 alone), so that a problem's padded shape, hence its search, is the same whatever
-other problems share the call unless classes must be merged. While there are more classes than `max_programs`,
-the two whose merge adds the least padded work are merged (the merged `Spec` is the
-elementwise max: k stays a runtime value of the DP, the extra table rows unused).
+other problems share the call unless classes must be merged. While there are more
+classes than `max_programs`, the two whose merge adds the least padded work are
+merged (the merged `Spec` is the elementwise max: k stays a runtime value of the DP,
+the extra table rows unused).
 A bucket compiles one program, so `max_programs` bounds the compiles of a run.
 
 The padded work of a bucket is estimated as (problems) x N x (window or N) x K:
