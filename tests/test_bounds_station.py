@@ -19,7 +19,7 @@ from jaxplace.bounds._model import dag_numbering
 from jaxplace.bounds.base import BoundContext
 from jaxplace.bounds.check import FEASIBLE, INFEASIBLE, check_guess
 from jaxplace.bounds.guess_check import GuessCheckBound, guess_and_check
-from jaxplace.bounds.registry import BOUNDS, choose_methods
+from jaxplace.bounds.registry import BBR_MAX_NODES, BOUNDS, choose_methods
 from jaxplace.bounds.station import StationBound, refuted, station_data, windows
 from jaxplace.cost import evaluate_partition, quotient_order
 from jaxplace.generators import regal
@@ -208,6 +208,10 @@ def test_choose_methods_adds_the_station_rungs():
     methods, _ = choose_methods(wide, ("bottleneck", "bottleneck-guess", "exact"))
     assert methods == ("simple", "station", "station-check", "bottleneck",
                        "bottleneck-guess", "bbr", "exact")
+    # BB&R only up to BBR_MAX_NODES: on REGAL-size graphs it added nothing in 60 s
+    big = jp.Problem(jp.CompGraph([1.0] * (BBR_MAX_NODES + 1)), 4)
+    methods, why = choose_methods(big)
+    assert "bbr" not in methods and "BB&R" not in why
 
 
 def test_zero_work_graph():

@@ -59,6 +59,12 @@ METHODS = tuple(BOUNDS)  # in ladder order
 #: the MIPs take minutes on such graphs), else the MIP ladder.
 PICK_IDEALS = 60_000
 
+#: `choose_methods` adds BB&R (`bbr`) up to this many nodes: past the DP's size it proved
+#: 40-node DAGs optimal up to k = 16 and closed 60-node ones to 1.001-1.31, but on REGAL-like
+#: graphs of 79-186 nodes it added nothing to the MIP rungs in 60 s while taking its share of
+#: a `--certify --time-limit` (experiments/bbr.md); by name it runs at any size.
+BBR_MAX_NODES = 64
+
 #: The methods that model CPU blocks and CPU-only ops (the others report bound 0).
 CPU_BLOCK_METHODS = ("simple", "ideals", "exact-lp", "bbr", "exact")
 
@@ -76,8 +82,8 @@ def choose_methods(problem, mips: tuple[str, ...] = ("bottleneck", "exact")
     The DP over ideals when the graph has at most PICK_IDEALS of them (DNN-like graphs;
     it is exact, so its bound is the optimum); otherwise the simple bound, the station
     bound (no solver), `mips`, for k <= CHECK_MAX_K guess and check (random DAGs
-    have far too many ideals), and BB&R over ideals (`bbr`, up to the station rungs'
-    size), keeping, with CPU blocks or CPU-only ops, only the simple bound and the
+    have far too many ideals), and BB&R over ideals (`bbr`, up to BBR_MAX_NODES
+    nodes), keeping, with CPU blocks or CPU-only ops, only the simple bound and the
     methods that model them (the exact MIP and BB&R, by default).
     """
     from jaxplace.exact.dp import count_problem_ideals
@@ -86,14 +92,14 @@ def choose_methods(problem, mips: tuple[str, ...] = ("bottleneck", "exact")
     if count is not None:
         return ("simple", "ideals"), f"{count:,} ideals: the DP over ideals"
     typed = problem.cpus > 0 or not bool(problem.supported.all())
-    bbr = ("bbr",) if problem.n <= STATION_MAX_NODES else ()
+    bbr = ("bbr",) if problem.n <= BBR_MAX_NODES else ()
     if typed:
         mips = tuple(m for m in mips if m in CPU_BLOCK_METHODS) or ("exact",)
         return (tuple(ladder(("simple", *mips, *bbr))),
                 f"more than {PICK_IDEALS:,} ideals: the MIP ladder")
     return (tuple(ladder(("simple", "station", *mips, *_checks(problem), *bbr)))
             if problem.n <= STATION_MAX_NODES else ("simple", *mips),
-            f"more than {PICK_IDEALS:,} ideals: the MIP ladder and BB&R")
+            f"more than {PICK_IDEALS:,} ideals: the MIP ladder" + (" and BB&R" if bbr else ""))
 
 
 def _checks(problem) -> tuple[str, ...]:
