@@ -192,7 +192,7 @@ def test_random_best_matches_reference_oracle():
 def test_time_limit_and_target_stop_early():
     p = jp.Problem(small_graph(6, n=40), 4)
     # the initial population is evaluated inside the first compiled chunk
-    r = search(p, "brkga", budget=10**6, time_limit=0.0, progress=False)
+    r = search(p, "brkga", budget=10**6, time_limit=1e-9, progress=False)  # > 0: required
     assert r.interrupted and 100 <= r.evaluations <= 4000
     lb = jp.simple_lower_bound(p)
     r = search(p, "brkga", budget=10**6, target_ratio=100.0, progress=False)

@@ -62,7 +62,7 @@ PICK_IDEALS = 60_000
 #: `choose_methods` adds BB&R (`bbr`) up to this many nodes: past the DP's size it proved
 #: 40-node DAGs optimal up to k = 16 and closed 60-node ones to 1.001-1.31, but on REGAL-like
 #: graphs of 79-186 nodes it added nothing to the MIP rungs in 60 s while taking its share of
-#: a `--certify --time-limit` (experiments/bbr.md); by name it runs at any size.
+#: a `--certify --time-limit`; by name it runs at any size.
 BBR_MAX_NODES = 64
 
 #: The methods that model CPU blocks and CPU-only ops (the others report bound 0).

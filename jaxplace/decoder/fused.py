@@ -4,7 +4,7 @@
 kernel takes a block of `block` candidates (lanes) from their priorities to their
 bottleneck costs without leaving the kernel: no (N, P) order, event slab or DP table
 goes through device memory between XLA ops, which is what bounds the "lanes" path on
-a GPU (experiments/gpu.md).
+a GPU.
 
 One loop over positions r does everything online, so the per-candidate state is a
 few (N,) and (T,) vectors and the (K, N) DP table (registers and shared memory on a

@@ -7,7 +7,7 @@ every `migrate_every` generations the best `migrants` of each island replace the
 of the next island (a ring). One compiled call advances every island of every problem
 of a group by `migrate_every` generations, so a call scores
 problems x islands x population candidates (the width a GPU needs; the default
-search's 100-wide generations leave it idle, experiments/gpu.md).
+search's 100-wide generations leave it idle).
 
 - Memory: problems go in groups sized from the device's free memory (half of it, or
   `memory_budget` where the backend does not report it), one group after another.
