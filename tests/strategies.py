@@ -123,3 +123,27 @@ def tiny_problem(seed: int, base: int = 1000) -> jp.Problem:
     capacity = [None, None, 6.0][seed % 3]
     return jp.Problem(g, int(rng.integers(2, 4)), bandwidth=[1.0, 0.5][seed % 2],
                       memory=memory, capacity=capacity)
+
+
+def dfs_work_cut(problem):
+    """(n,) blocks: the DFS order cut into k runs of about equal work (the toy
+    objectives' first partition)."""
+    from jaxplace.search.baselines import dfs_order
+
+    order = dfs_order(problem.graph)
+    csum = np.cumsum(problem.graph.work[order])
+    blocks = np.minimum((csum * problem.k / csum[-1] - 1e-9).astype(int), problem.k - 1)
+    a = np.empty(problem.n, np.int64)
+    a[order] = blocks
+    return a
+
+
+def one_partition_result(objective, req, assignment):
+    """The search Result of a toy objective that evaluates one partition."""
+    from jaxplace.partition import Partition
+    from jaxplace.search.result import History, Result
+
+    cost = objective.evaluate_partition(req.problem, assignment).cost
+    part = Partition(np.arange(req.problem.n), (), assignment, cost)
+    return Result(cost, part, np.zeros(req.problem.n, np.float32), 1, 0.0,
+                  History.empty(), "default", req.lower_bound)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from strategies import dfs_work_cut, one_partition_result
 
 import jaxplace as jp
 from jaxplace.errors import JaxplaceError
@@ -52,24 +53,10 @@ class ComputeOnly(ClosedFormCertify, Objective):
         return float(max(w.max(), w.sum() / problem.k))
 
     def start_partition(self, problem):
-        from jaxplace.search.baselines import dfs_order
-
-        order = dfs_order(problem.graph)
-        csum = np.cumsum(problem.graph.work[order])
-        blocks = np.minimum((csum * problem.k / csum[-1] - 1e-9).astype(int), problem.k - 1)
-        a = np.empty(problem.n, np.int64)
-        a[order] = blocks
-        return a
+        return dfs_work_cut(problem)
 
     def default_search(self, req):
-        from jaxplace.partition import Partition
-        from jaxplace.search.result import History, Result
-
-        a = self.start_partition(req.problem)
-        cost = self.evaluate_partition(req.problem, a).cost
-        part = Partition(np.arange(req.problem.n), (), a, cost)
-        return Result(cost, part, np.zeros(req.problem.n, np.float32), 1, 0.0,
-                      History.empty(), "default", req.lower_bound)
+        return one_partition_result(self, req, self.start_partition(req.problem))
 
 
 class _Cost:

@@ -11,6 +11,7 @@ import math
 import numpy as np
 import pytest
 from brute import brute_force_noncontiguous, brute_force_optimum
+from strategies import dfs_work_cut, one_partition_result
 
 import jaxplace as jp
 from jaxplace.cluster import cluster_from_dict
@@ -261,27 +262,10 @@ class ComputeOnly(Objective):
                             **settings)
 
     def start_partition(self, problem):
-        return self._cut(problem)
-
-    def _cut(self, problem):
-        from jaxplace.search.baselines import dfs_order
-
-        order = dfs_order(problem.graph)
-        csum = np.cumsum(problem.graph.work[order])
-        blocks = np.minimum((csum * problem.k / csum[-1] - 1e-9).astype(int), problem.k - 1)
-        a = np.empty(problem.n, np.int64)
-        a[order] = blocks
-        return a
+        return dfs_work_cut(problem)
 
     def default_search(self, req):
-        from jaxplace.partition import Partition
-        from jaxplace.search.result import History, Result
-
-        a = self._cut(req.problem)
-        cost = self.evaluate_partition(req.problem, a).cost
-        part = Partition(np.arange(req.problem.n), (), a, cost)
-        return Result(cost, part, np.zeros(req.problem.n, np.float32), 1, 0.0,
-                      History.empty(), "default", req.lower_bound)
+        return one_partition_result(self, req, dfs_work_cut(req.problem))
 
 
 def test_a_toy_objective_plugs_in():
