@@ -142,3 +142,15 @@ def min_runs(problem: jp.Problem, assignment) -> int:
         seq = [int(assignment[nodes[i]]) for i in order]
         best = min(best, sum(1 for i, d in enumerate(seq) if i == 0 or seq[i - 1] != d))
     return best
+
+
+def brute_force_slice(problem, order):
+    """Best bottleneck over every contiguous slicing of `order` into at most k blocks."""
+    n, best = problem.n, np.inf
+    for nb in range(1, min(problem.k, n) + 1):
+        for cuts in itertools.combinations(range(1, n), nb - 1):
+            a = np.empty(n, dtype=np.int64)
+            for b, blk in enumerate(np.split(order, list(cuts))):
+                a[blk] = b
+            best = min(best, jp.evaluate_partition(problem, a).bottleneck)
+    return best

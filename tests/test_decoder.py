@@ -7,13 +7,13 @@ the stated bound for float32 segment sums on these small graphs.
 
 from __future__ import annotations
 
-import itertools
 from functools import partial
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from brute import brute_force_slice
 from compiles import count_compiles
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -168,17 +168,6 @@ def test_tiny_known_optimum():
     assert part.assignment.tolist() == [0, 0, 1]
 
 
-def _brute_force_slice(problem, order):
-    n, best = problem.n, np.inf
-    for nb in range(1, min(problem.k, n) + 1):
-        for cuts in itertools.combinations(range(1, n), nb - 1):
-            a = np.empty(n, dtype=np.int64)
-            for b, blk in enumerate(np.split(order, list(cuts))):
-                a[blk] = b
-            best = min(best, jp.evaluate_partition(problem, a).bottleneck)
-    return best
-
-
 def test_brute_force_tiny():
     rng = np.random.default_rng(11)
     for _ in range(6):
@@ -188,7 +177,7 @@ def test_brute_force_tiny():
         costs = evaluate(problem, X, precision="float64")
         for x, c in zip(X, costs, strict=True):
             order = jp.reference.kahn(problem.graph, x)
-            np.testing.assert_allclose(c, _brute_force_slice(problem, order), rtol=1e-12)
+            np.testing.assert_allclose(c, brute_force_slice(problem, order), rtol=1e-12)
 
 
 @pytest.mark.parametrize("precision", ["float32", "float64"])

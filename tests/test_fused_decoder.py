@@ -10,13 +10,13 @@ within FLOAT32_RTOL, float64 to rounding (1e-12).
 
 from __future__ import annotations
 
-import itertools
 from functools import partial
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from brute import brute_force_slice
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from strategies import tiny_problems
@@ -27,6 +27,7 @@ from jaxplace.decoder import FLOAT32_RTOL, Evaluator, device_graph, evaluate, sc
 from jaxplace.decoder.fused import fused_spec, is_fused_spec, score_prio
 from jaxplace.decoder.layout import Spec
 from jaxplace.errors import JaxplaceError
+
 
 def hetero_problem(rng: np.random.Generator, n: int, *, training: bool, cpus: int,
                    colors: int, k: int, unsupported: float = 0.1, multi: bool = False,
@@ -120,17 +121,6 @@ def test_capacity_infeasible_is_inf():
     np.testing.assert_allclose(ok, [2.0], rtol=1e-7)
 
 
-def _brute_force_slice(problem, order):
-    n, best = problem.n, np.inf
-    for nb in range(1, min(problem.k, n) + 1):
-        for cuts in itertools.combinations(range(1, n), nb - 1):
-            a = np.empty(n, dtype=np.int64)
-            for b, blk in enumerate(np.split(order, list(cuts))):
-                a[blk] = b
-            best = min(best, jp.evaluate_partition(problem, a).bottleneck)
-    return best
-
-
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(problem=tiny_problems(max_nodes=6, max_k=4, multi_tensor=True),
        seed=st.integers(0, 99))
@@ -139,7 +129,7 @@ def test_tiny_float64_equals_brute_force(problem, seed):
     with jax.enable_x64(True):
         got = fused_scores(problem, X, dtype=jnp.float64)
     for x, c in zip(X, got, strict=True):
-        want = _brute_force_slice(problem, jp.reference.kahn(problem.graph, x))
+        want = brute_force_slice(problem, jp.reference.kahn(problem.graph, x))
         assert (np.isinf(c) and np.isinf(want)) or np.isclose(c, want, rtol=1e-12)
 
 
