@@ -1,6 +1,6 @@
 """Island BRKGA for accelerators: many problems, several wide populations each, one call.
 
-The GPU mode of issue 52 for batched searches. The problems of a bucket are padded to
+The GPU mode for batched searches. The problems of a bucket are padded to
 one Spec and stacked (`stack_graphs`); each problem runs `islands` BRKGA populations
 (`jaxplace.search.brkga.BRKGA`, `population` candidates each, 10^3-10^4 on a GPU) and
 every `migrate_every` generations the best `migrants` of each island replace the worst
