@@ -40,6 +40,10 @@ LAYERS = (
     "bounds", "objectives.ladder",
     "policy",  # the GNN priority policy: the search methods and the default use it
     "search",
+    # the throughput objective's own search (its default search, the MIP polish): on
+    # the search core, below `search_many`, which reuses them for many problems
+    "objectives.throughput.polish", "objectives.throughput.search",
+    "search.many",
     "exact",  # the DP over ideals and the non-contiguous IP: bounds and search methods
     "latency", "hetero", "relax", "multilevel",
     "llm", "formats",

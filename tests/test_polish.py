@@ -1,4 +1,4 @@
-"""MIP polish (`jaxplace.search.polish`) and its use in the default search."""
+"""MIP polish (`jaxplace.objectives.throughput.polish`) and its use in the default search."""
 
 import numpy as np
 import pytest
@@ -9,8 +9,8 @@ from strategies import same_cost, tiny_hetero_problems, tiny_problems
 
 import jaxplace as jp
 from jaxplace.cost import evaluate_partition
+from jaxplace.objectives.throughput.polish import mip_polish, partition_priorities, polish_applies
 from jaxplace.reference import decode_reference
-from jaxplace.search.polish import mip_polish, partition_priorities, polish_applies
 
 
 @settings(max_examples=40, deadline=None)

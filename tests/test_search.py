@@ -610,15 +610,15 @@ def test_policy_method_reports_a_bad_checkpoint(tmp_path):
 
 
 def test_balanced_first_solution_for_huge_graphs(monkeypatch):
-    from jaxplace.search import request
+    from jaxplace.objectives.throughput import search as throughput_search
 
     g = small_graph(3, n=40)
     p = jp.Problem(g, 4)
-    part = request.balanced_cut(p, dfs_order(g))
+    part = throughput_search.balanced_cut(p, dfs_order(g))
     cost = jp.evaluate_partition(p, part.assignment)
     assert cost.feasible and same_cost(part.cost, cost.bottleneck)
     assert part.num_blocks == 4 and sorted(set(part.assignment.tolist())) == [0, 1, 2, 3]
-    monkeypatch.setattr(request, "FIRST_SOLUTION_MAX_NODES", 10)
+    monkeypatch.setattr(throughput_search, "FIRST_SOLUTION_MAX_NODES", 10)
     seen = []
     r = search(p, "brkga", budget=40, population_size=20, progress=False,
                observer=seen.append)

@@ -17,7 +17,7 @@ from jaxplace.objectives.base import Objective
 #: name -> "module:attribute" (or an Objective once registered at run time)
 _ENTRIES: dict[str, str | Objective] = {
     "throughput-unequal": "jaxplace.hetero.objective:UNEQUAL_DEVICES",
-    "throughput": "jaxplace.objectives.throughput:THROUGHPUT",
+    "throughput": "jaxplace.objectives.throughput.objective:THROUGHPUT",
     "latency": "jaxplace.latency.objective:LATENCY",
 }
 

@@ -10,15 +10,11 @@ from functools import cached_property
 import jax
 import numpy as np
 
-from jaxplace.partition import Partition
 from jaxplace.problem import Problem
 from jaxplace.search.driver import Run
 from jaxplace.search.result import History, Result
 from jaxplace.search.stop import Progress, StopRule
 
-#: Largest graph whose DFS first solution is decoded before the search starts (the
-#: NumPy reference DP is O(n^2 k): about 0.2 s at n = 2000, 1.5 s at 5000).
-FIRST_SOLUTION_MAX_NODES = 8000
 #: Size classes per doubling of the search's padded shapes (0: the decoder's own
 #: buckets, 8 per doubling); see `jaxplace.decoder.layout.search_spec`.
 SPEC_STEPS = 2
@@ -85,8 +81,9 @@ class SearchRequest:
     @cached_property
     def first_solution(self) -> Result | None:
         """A first solution found before anything compiles (throughput: the DFS
-        linearization sliced once by the float64 reference, or cut into k pieces of
-        equal work over FIRST_SOLUTION_MAX_NODES; latency: the EFT greedy)."""
+        linearization sliced once by the float64 reference, or on larger graphs cut
+        into k pieces of equal work, `jaxplace.objectives.throughput.search`; latency:
+        the EFT greedy)."""
         return self.objective.first_solution(self)
 
     @cached_property
@@ -121,30 +118,6 @@ def problem_lower_bound(problem: Problem) -> float:
     from jaxplace.objectives.registry import objective_of
 
     return float(objective_of(problem).lower_bound(problem))
-
-
-def balanced_cut(problem: Problem, order: np.ndarray) -> Partition | None:
-    """`order` cut into min(k, n) contiguous pieces of about equal work (O(n + tensors);
-    a first solution for graphs too large for the reference DP). None when the problem
-    has placement units, CPU blocks or CPU-only ops, or the cut is infeasible."""
-    from jaxplace.cost import evaluate_partition
-
-    g = problem.graph
-    if problem.cpus or not g.units.trivial or not bool(problem.supported.all()):
-        return None
-    k = min(problem.k, g.num_nodes)
-    csum = np.cumsum(g.work[order])
-    targets = csum[-1] * np.arange(1, k) / k
-    cuts = np.unique(np.clip(np.searchsorted(csum, targets, side="right"), 1,
-                             g.num_nodes - 1))
-    assignment = np.empty(g.num_nodes, np.int64)
-    for b, piece in enumerate(np.split(order, cuts)):
-        assignment[piece] = b
-    cost = evaluate_partition(problem, assignment).bottleneck
-    if not np.isfinite(cost):
-        return None
-    return Partition(np.asarray(order, np.int64), tuple(int(c) for c in cuts), assignment,
-                     float(cost))
 
 
 def initial_population(key, P: int, width: int, seeds: np.ndarray | None) -> np.ndarray:

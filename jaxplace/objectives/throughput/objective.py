@@ -187,8 +187,11 @@ class Throughput(Objective):
         return search_window(block_bounds(req.problem), req.spec, first.cost)
 
     def first_solution(self, req):
+        from jaxplace.objectives.throughput.search import (
+            FIRST_SOLUTION_MAX_NODES,
+            balanced_cut,
+        )
         from jaxplace.search.baselines import dfs_order, order_to_priorities
-        from jaxplace.search.request import FIRST_SOLUTION_MAX_NODES, balanced_cut
         from jaxplace.search.result import History, Result
 
         order = dfs_order(req.problem.graph)
@@ -227,7 +230,7 @@ class Throughput(Objective):
         import dataclasses
 
         from jaxplace.multilevel import MULTILEVEL_MIN_NODES, applies, multilevel_search
-        from jaxplace.search.default import throughput_search
+        from jaxplace.objectives.throughput.search import throughput_search
 
         p = req.problem
         if p.n >= MULTILEVEL_MIN_NODES and applies(p):
