@@ -13,9 +13,9 @@ from strategies import small_graph
 
 import jaxplace as jp
 from jaxplace.generators import regal
+from jaxplace.objectives.throughput.polish import mip_polish
 from jaxplace.reference import decode_reference
 from jaxplace.search.many import bucket_summary, search_many
-from jaxplace.search.polish import mip_polish
 
 
 @contextmanager

@@ -31,7 +31,7 @@ Why, measured on held-out generated graphs:
 
 Options override each rule: `policy=PATH`, `dfs_anchor`, `heuristic_seeds`. The
 default search couples its BRKGA phase with the routed policy at k >= 8 on identical
-accelerators without CPU blocks (`jaxplace.search.default`).
+accelerators without CPU blocks (`jaxplace.objectives.throughput.search`).
 """
 
 from __future__ import annotations

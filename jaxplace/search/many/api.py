@@ -46,6 +46,7 @@ import numpy as np
 
 from jaxplace.decoder.batching import usable_cores
 from jaxplace.errors import JaxplaceError
+from jaxplace.objectives.throughput.polish import POLISH_MIP_NODES
 from jaxplace.problem import Problem
 from jaxplace.search.many.buckets import MAX_PROGRAMS, Bucket, plan_buckets, problem_class
 from jaxplace.search.many.run import (  # noqa: F401 (POLISH_MAX_TIME: public here)
@@ -54,7 +55,6 @@ from jaxplace.search.many.run import (  # noqa: F401 (POLISH_MAX_TIME: public he
     default_group,
     run_bucket,
 )
-from jaxplace.search.polish import POLISH_MIP_NODES
 from jaxplace.search.result import History, Result
 
 #: Population of the BRKGA phase (and neighbours per local-search step).
@@ -121,9 +121,9 @@ def prepare(problem: Problem, index: int, coupled: bool | None = None,
                             field=f"problems[{index}]")
     problem.objective_impl.require("search_many", field=f"problems[{index}]")
     if coupled is None:
-        from jaxplace.search.default import _policy_helps
+        from jaxplace.objectives.throughput.search import policy_helps
 
-        coupled = _policy_helps(problem)
+        coupled = policy_helps(problem)
     seeds = seed_priorities(problem.graph)
     costs = [decode_reference(problem, x).cost for x in seeds]
     j = int(np.argmin(costs))

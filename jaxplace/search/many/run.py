@@ -41,12 +41,12 @@ class BucketRun:
     """One bucket's search (see the module doc); `results()` yields as it goes."""
 
     def __init__(self, members, bucket, settings, cancel: threading.Event | None):
-        from jaxplace.search.default import (
+        from jaxplace.objectives.throughput.search import (
             BRKGA_PATIENCE,
             FOCUS_MIN_K,
             PATIENCE,
-            default_budget,
         )
+        from jaxplace.search.default import default_budget
 
         self.members, self.bucket, self.s = members, bucket, settings
         self.cancel = cancel or threading.Event()
@@ -233,14 +233,14 @@ class BucketRun:
         nodes (a count, so the answer does not depend on the load); wall-clock
         seconds only when the user gave them (the time limit left, capped by
         `polish_max_time`, default POLISH_MAX_TIME, or `polish_max_time` alone)."""
-        from jaxplace.reference import decode_reference
-        from jaxplace.search.polish import (
+        from jaxplace.objectives.throughput.polish import (
             mip_polish,
             partition_priorities,
             polish_applies,
             polish_skipped,
             polish_time,
         )
+        from jaxplace.reference import decode_reference
 
         p = self.members[i].problem
         want = self.s.polish
