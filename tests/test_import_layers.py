@@ -56,9 +56,7 @@ LAYERS = (
 )
 
 #: (importer layer, imported later layer) pairs that exist today; only ever remove.
-ALLOWED_UPWARD = frozenset({
-    ("bounds", "exact"),  # bounds.registry: the ideals rung (exact.bound) and its size
-})
+ALLOWED_UPWARD: frozenset[tuple[str, str]] = frozenset()
 
 #: cycles between modules of one subpackage that exist today; only ever remove.
 ALLOWED_MODULE_CYCLES = ()

@@ -3,13 +3,16 @@
 `certify` runs the methods it is given in the order of `BOUNDS`, whatever order they
 are given in. Adding a bound: write a module with a frozen dataclass that has a
 `name`, a `kind` and `run(problem, context) -> MethodResult` (see `base`), and add one
-entry below at its place in the ladder.
+entry below at its place in the ladder. A rung defined above `bounds` in the import
+layers (the DP over ideals and BB&R live in `jaxplace.exact`, which builds on `bounds`)
+is a `Deferred` entry: its module loads on first use, by name.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from types import MappingProxyType
+import importlib
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
 
 from jaxplace.bounds.base import BoundMethod
 from jaxplace.bounds.bottleneck import BottleneckBound
@@ -21,15 +24,63 @@ from jaxplace.bounds.simple import SimpleBound
 from jaxplace.bounds.station import MAX_NODES as STATION_MAX_NODES
 from jaxplace.bounds.station import StationBound
 from jaxplace.errors import JaxplaceError
-from jaxplace.exact.bbr_bound import BbrBound
-from jaxplace.exact.bound import IdealsBound
+
+
+def load(path: str):
+    """The object at "module:attribute", importing the module."""
+    module, attr = path.split(":")
+    return getattr(importlib.import_module(module), attr)
+
+
+@dataclass(frozen=True)
+class Deferred:
+    """A rung whose class lives in a later import layer: `path` ("module:Class") is
+    loaded and called with `name` on first use. `kind` is declared here so that listing
+    the rungs by kind (`MIP_METHODS`) loads nothing; the loaded rung must agree."""
+
+    path: str
+    name: str
+    kind: str
+
+    def load(self) -> BoundMethod:
+        method = load(self.path)(self.name)
+        if method.kind != self.kind:
+            raise TypeError(f"{self.path} is a {method.kind!r} rung, registered as "
+                            f"{self.kind!r}")
+        return method
+
+
+class Ladder(Mapping):
+    """name -> `BoundMethod` in ladder order, read-only; `Deferred` entries load on
+    first access (iterating the items loads them all)."""
+
+    def __init__(self, methods: Iterable[BoundMethod | Deferred]):
+        self._entries = {m.name: m for m in methods}
+
+    def __getitem__(self, name: str) -> BoundMethod:
+        m = self._entries[name]
+        if isinstance(m, Deferred):
+            m = self._entries[name] = m.load()
+        return m
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._entries)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def kind(self, name: str) -> str:
+        """The rung's kind, without loading a deferred one."""
+        return self._entries[name].kind
+
 
 #: name -> method, in ladder order (cheap first: the closed form, the LP relaxations,
 #: then the MIPs; the exact MIP last, so it starts from the best bound proven before it)
-BOUNDS: Mapping[str, BoundMethod] = MappingProxyType({m.name: m for m in (
+BOUNDS: Ladder = Ladder((
     SimpleBound("simple"),
     StationBound("station"),  # station windows of a guessed T, no solver
-    IdealsBound("ideals"),  # exact DP over ideals: OPT over contiguous splits, CPUs too
+    # exact DP over ideals: OPT over contiguous splits, CPUs too
+    Deferred("jaxplace.exact.bound:IdealsBound", "ideals", "dp"),
     BottleneckBound("bottleneck-lp", "full", relax=True),
     BottleneckBound("bottleneck-no-dag-lp", "no-dag", relax=True),
     BottleneckBound("bottleneck-no-io-lp", "no-io", relax=True),
@@ -47,9 +98,9 @@ BOUNDS: Mapping[str, BoundMethod] = MappingProxyType({m.name: m for m in (
     CoverBound("cover"),  # column generation over convex blocks, binary search on z
     # branch, bound and remember over ideals (guess and check on T, no solver): climbs
     # from the best bound so far and tries to prove the best partition optimal
-    BbrBound("bbr"),
+    Deferred("jaxplace.exact.bbr_bound:BbrBound", "bbr", "dp"),
     ExactBound("exact"),
-)})
+))
 
 METHODS = tuple(BOUNDS)  # in ladder order
 
@@ -86,9 +137,7 @@ def choose_methods(problem, mips: tuple[str, ...] = ("bottleneck", "exact")
     nodes), keeping, with CPU blocks or CPU-only ops, only the simple bound and the
     methods that model them (the exact MIP and BB&R, by default).
     """
-    from jaxplace.exact.dp import count_problem_ideals
-
-    count = count_problem_ideals(problem, PICK_IDEALS)
+    count = load("jaxplace.exact.dp:count_problem_ideals")(problem, PICK_IDEALS)
     if count is not None:
         return ("simple", "ideals"), f"{count:,} ideals: the DP over ideals"
     typed = problem.cpus > 0 or not bool(problem.supported.all())
@@ -112,7 +161,7 @@ def default_methods(problem, mips: tuple[str, ...] = ("bottleneck", "exact")) ->
     return choose_methods(problem, mips)[0]
 
 
-MIP_METHODS = tuple(name for name, m in BOUNDS.items() if m.kind == "mip")
+MIP_METHODS = tuple(name for name in BOUNDS if BOUNDS.kind(name) == "mip")
 DEFAULT_METHODS = ("simple", "bottleneck", "bottleneck-guess", "exact")
 
 

@@ -22,7 +22,6 @@ import numpy as np
 
 from jaxplace.errors import JaxplaceError
 
-
 #: Partitions `Objective.brute_force` enumerates at most.
 BRUTE_FORCE_MAX = 20_000
 

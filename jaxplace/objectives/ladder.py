@@ -7,9 +7,9 @@ them meets a cost that the objective's own `evaluate_partition` confirmed.
 
 from __future__ import annotations
 
-import numbers
 import dataclasses
 import math
+import numbers
 import time
 from collections.abc import Callable, Mapping
 
