@@ -1,4 +1,5 @@
-"""Block costs of a given partition, the acyclic-quotient check, and the simple bound.
+"""Block costs of a given partition, the acyclic-quotient check, and the simple bound
+of throughput on identical accelerators (`throughput_lower_bound`).
 
 f(S) = io_in(S) + work(S) + overflow(S) + io_out(S)  (MTPP, Archer et al., ICML 2024),
 each tensor paid at most once leaving S and at most once entering S.
@@ -11,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from jaxplace.errors import JaxplaceError
+from jaxplace.objectives.api import simple_lower_bound
 from jaxplace.problem import Problem
 
 
@@ -239,21 +241,17 @@ def _check_throughput(problem: Problem, what: str) -> None:
                             "jaxplace.objectives.objective_of(problem)", field="objective")
 
 
-def lower_bound(problem: Problem) -> float:
-    """The objective's own closed-form lower bound (`Objective.lower_bound`): the
-    simple bound below for throughput on identical accelerators."""
-    return float(problem.objective_impl.lower_bound(problem))
-
-
-def simple_lower_bound(problem: Problem) -> float:
+def throughput_lower_bound(problem: Problem) -> float:
     """L = max(max_v work(v), sum_v work(v) / k) <= OPT (communication ignored), on
-    identical accelerators (other objectives: `lower_bound`).
+    identical accelerators: the throughput objective's `lower_bound`, and the closed form
+    the bounds on HiGHS start from. Other objectives: JaxplaceError (their own bound is
+    `jaxplace.simple_lower_bound`, which dispatches to the problem's objective).
 
     With CPU blocks or colocation, per placement unit u: m_u = min(accelerator work
     (inf if unsupported), CPU latency (inf without CPUs)), and L = max(max_u m_u,
     sum_u m_u / (k + cpus)): every unit costs at least m_u wherever it goes.
     """
-    _check_throughput(problem, "simple_lower_bound")
+    _check_throughput(problem, "throughput_lower_bound")
     g = problem.graph
     if problem.cpus == 0 and g.units.trivial and problem.supported.all():
         w = g.work
@@ -267,3 +265,10 @@ def simple_lower_bound(problem: Problem) -> float:
         if problem.cpus else np.full(U, np.inf)
     m = np.minimum(acc, cpu)
     return float(max(m.max(), m.sum() / problem.num_blocks))
+
+
+#: `simple_lower_bound` here is `jaxplace.simple_lower_bound` (`objectives.api`): the
+#: problem's objective's own closed-form bound, the one dispatcher.
+__all__ = ["PartitionCost", "check_assignment", "check_placement", "evaluate_partition",
+           "partition_costs", "quotient_order", "simple_lower_bound",
+           "throughput_lower_bound"]

@@ -26,7 +26,7 @@ from jaxplace.bounds.cover import (
     set_costs,
     weighted_bottleneck,
 )
-from jaxplace.cost import simple_lower_bound
+from jaxplace.cost import throughput_lower_bound
 from jaxplace.reference import decode_reference, kahn
 
 # HiGHS works to feasibility tolerances of about 1e-7 on scaled rows; a bound may
@@ -58,7 +58,7 @@ def test_set_costs_match_definition(problem):
 def _refutes(problem, z, convex=True) -> bool:
     pool = _Pool(problem)
     pool.add(np.eye(problem.n, dtype=bool))
-    pricer = _Pricer(problem, max(simple_lower_bound(problem), 1e-12), convex=convex)
+    pricer = _Pricer(problem, max(throughput_lower_bound(problem), 1e-12), convex=convex)
     return refute_z(problem, z, pool, pricer, time.perf_counter() + 20).refuted is True
 
 
@@ -78,7 +78,7 @@ def test_cover_bound_at_most_brute_force(problem):
     opt = brute_force_optimum(problem)
     if not math.isfinite(opt):
         return
-    lo = simple_lower_bound(problem)
+    lo = throughput_lower_bound(problem)
     bound, _ = cover_bound(problem, lo, 2 * opt + 1.0, time_limit=10,
                            config=CoverConfig(rtol=1e-3))
     assert bound <= opt * (1 + RTOL) + 1e-9, (bound, opt)
@@ -90,7 +90,7 @@ def test_cover_is_tight_where_the_lp_is():
     for seed in range(3):
         problem = _random_problem(seed, 8, 3)
         opt = brute_force_optimum(problem)
-        lo = simple_lower_bound(problem)
+        lo = throughput_lower_bound(problem)
         bound, tests = cover_bound(problem, lo, opt, time_limit=15,
                                    config=CoverConfig(rtol=1e-3))
         assert bound <= opt * (1 + RTOL)
@@ -101,7 +101,7 @@ def test_cover_is_tight_where_the_lp_is():
 def test_segment_sets_are_cheap_convex_blocks():
     problem = _random_problem(1, 12, 3)
     order = kahn(problem.graph, np.random.default_rng(0).random(problem.n))
-    z = 1.2 * simple_lower_bound(problem)
+    z = 1.2 * throughput_lower_bound(problem)
     sets = segment_sets(problem, order, z)
     assert len(sets)
     assert np.all(set_costs(problem, sets) <= z * (1 + 1e-12))
@@ -118,11 +118,11 @@ def test_cover_method_in_certify():
     part = decode_reference(problem, np.zeros(problem.n))
     cert = certify(problem, part.assignment, methods=("simple", "cover"), time_limit=10)
     r = cert.result("cover")
-    assert simple_lower_bound(problem) <= r.bound <= opt * (1 + RTOL)
+    assert throughput_lower_bound(problem) <= r.bound <= opt * (1 + RTOL)
     assert cert.lower_bound <= opt * (1 + RTOL)
     # without a partition the method has nothing to refute up to
     res = CoverBound("cover").run(problem, BoundContext(time_limit=5))
-    assert res.bound == simple_lower_bound(problem)
+    assert res.bound == throughput_lower_bound(problem)
 
 
 @settings(max_examples=25, deadline=None)
@@ -179,7 +179,7 @@ def test_local_search_convexity_and_moves():
             for s_ in (set(np.flatnonzero(x).tolist()) for x in sets)]
     assert list(ls.convex(sets)) == want
     pi = np.random.default_rng(1).normal(1, 1, problem.n)
-    z = 1.3 * simple_lower_bound(problem)
+    z = 1.3 * throughput_lower_bound(problem)
     start = np.zeros(problem.n, dtype=bool)
     start[g.topo_order[0]] = True
     moves = ls.improve(start, pi, z)

@@ -20,6 +20,7 @@ from jaxplace.hetero.brute import optimum as hetero_optimum
 from jaxplace.latency.brute import brute_force as latency_brute_force
 from jaxplace.objectives import Objective, objective_of, objectives, register, unregister
 from jaxplace.search.registry import METHODS
+from jaxplace.search.request import SearchRequest
 
 RTOL = 1e-6
 CLUSTER = {"devices": [{"name": "fast", "peak_flops": 4e12, "mem_bw": 1e12, "memory": 60.0},
@@ -113,14 +114,17 @@ def test_costs_agree_with_the_reference(name):
 
 @pytest.mark.parametrize("name", list(PROBLEMS))
 def test_identical_device_helpers_refuse_other_objectives(name):
-    from jaxplace.cost import partition_costs, simple_lower_bound
+    from jaxplace.cost import partition_costs, simple_lower_bound, throughput_lower_bound
 
     p = PROBLEMS[name]
+    # one dispatcher: cost's simple_lower_bound and the search's are jp.simple_lower_bound
+    assert simple_lower_bound is jp.simple_lower_bound
+    assert SearchRequest(p, 0, 1).lower_bound == jp.simple_lower_bound(p)
     if objective_of(p).name == "throughput":
-        assert simple_lower_bound(p) == jp.simple_lower_bound(p)
+        assert throughput_lower_bound(p) == jp.simple_lower_bound(p)
         return
     with pytest.raises(JaxplaceError, match="objective"):
-        simple_lower_bound(p)
+        throughput_lower_bound(p)
     with pytest.raises(JaxplaceError, match="objective"):
         partition_costs(p, np.zeros(p.n, np.int64))
 

@@ -50,7 +50,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from jaxplace.bounds._checks import check_coefficients
-from jaxplace.cost import simple_lower_bound
+from jaxplace.cost import throughput_lower_bound
 from jaxplace.highs import INF, SolveResult, solve_arrays
 from jaxplace.problem import Problem
 from jaxplace.units import ordering_edges
@@ -266,7 +266,7 @@ class _Rows:
 
 def _objective_scale(problem: Problem, scale: float | None) -> float:
     if scale is None:
-        scale = simple_lower_bound(problem)
+        scale = throughput_lower_bound(problem)
     if not 0 < scale < float("inf"):  # inf: a node fits no device (CPU-only, no CPU)
         g = problem.graph
         scale = max(float(g.tensor_size.max(initial=0.0)) / problem.bandwidth, 1.0)

@@ -21,7 +21,7 @@ from jaxplace.bounds.base import (
     skipped,
     unmodelled,
 )
-from jaxplace.cost import simple_lower_bound
+from jaxplace.cost import throughput_lower_bound
 from jaxplace.problem import Problem
 
 VARIANTS = ("full", "no-dag", "no-io")
@@ -37,7 +37,7 @@ def bottleneck_spec(problem: Problem, variant: str = "full") -> BlockSpec:
         3, div=np.array([inf, 1.0, inf]),
         mem_scale=np.array([max(k - 1, 0), 1, max(k - 1, 0)], dtype=float),
         dag=variant != "no-dag", io=variant != "no-io",
-        work_rows=((np.array([0.0, 1.0, 0.0]), simple_lower_bound(problem)),),
+        work_rows=((np.array([0.0, 1.0, 0.0]), throughput_lower_bound(problem)),),
         empty=tuple(b for b in (0, 2) if k == 1))
 
 

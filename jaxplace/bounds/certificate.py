@@ -11,8 +11,8 @@ given one, a sampled one, or the exact MIP's incumbent when better, checked with
 
 from __future__ import annotations
 
-import numbers
 import math
+import numbers
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field

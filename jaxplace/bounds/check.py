@@ -22,7 +22,7 @@ import numpy as np
 
 from jaxplace.bounds._model import BlockModel, BlockSpec, build_block_model, solve_arrays
 from jaxplace.bounds.station import SLACK, StationData, overloaded, windows
-from jaxplace.cost import simple_lower_bound
+from jaxplace.cost import throughput_lower_bound
 from jaxplace.problem import Problem
 
 INFEASIBLE, FEASIBLE, UNKNOWN = "infeasible", "feasible", "unknown"
@@ -56,7 +56,7 @@ def check_model(problem: Problem, T: float, lo: np.ndarray, hi: np.ndarray, *,
     """The feasibility model of guess T with windows (lo, hi) fixed (see module doc)."""
     k = problem.k
     spec = BlockSpec(k, div=np.ones(k), mem_scale=np.ones(k),
-                     z_lb=simple_lower_bound(problem), empty_last=k > 1)
+                     z_lb=throughput_lower_bound(problem), empty_last=k > 1)
     model = build_block_model(problem, spec, relax=relax)
     model.cost[:] = 0.0
     model.col_hi[0] = max(T * (1 + SLACK) / model.scale, model.col_lo[0])
@@ -75,7 +75,7 @@ def check_guess(problem: Problem, data: StationData, T: float, *, time_limit: fl
     """Answer guess T (see module doc); `relax`: the LP only (feasible proves nothing,
     so it reports UNKNOWN)."""
     t0 = time.perf_counter()
-    if T < simple_lower_bound(problem) * (1 - SLACK):
+    if T < throughput_lower_bound(problem) * (1 - SLACK):
         return CheckResult(T, INFEASIBLE, None, time.perf_counter() - t0, by="simple")
     lo, hi = windows(data, T)
     if (lo > hi).any() or overloaded(data, lo, hi, T):

@@ -35,7 +35,7 @@ import highspy
 import numpy as np
 
 from jaxplace.bounds.base import BoundContext, MethodResult, skipped, unmodelled
-from jaxplace.cost import quotient_order, simple_lower_bound
+from jaxplace.cost import quotient_order, throughput_lower_bound
 from jaxplace.highs import INF, SCHEDULER, set_option, solve_arrays
 from jaxplace.problem import Problem
 from jaxplace.units import ordering_edges
@@ -511,7 +511,7 @@ def weighted_bottleneck(problem: Problem, pi: np.ndarray, *, time_limit: float,
     total = float(pi.sum())  # bound this pi (valid for any pi) rather than a changed row
     if not total > 0:
         return 0.0
-    scale = scale or max(simple_lower_bound(problem), 1e-12)
+    scale = scale or max(throughput_lower_bound(problem), 1e-12)
     (start, index, value, lo, hi), ncol, overflow = _pricing_rows(problem, scale, convex)
     n = problem.n
     cost = np.zeros(ncol)
@@ -604,7 +604,7 @@ def cover_bound(problem: Problem, lo: float, hi: float, *, assignment=None,
         a = np.asarray(assignment, dtype=np.int64)
         pool.add(np.stack([a == b for b in np.unique(a)]))
     orders = _orders(problem, assignment, config.orders, config.seed)
-    pricer = _Pricer(problem, max(simple_lower_bound(problem), 1e-12), config.seed,
+    pricer = _Pricer(problem, max(throughput_lower_bound(problem), 1e-12), config.seed,
                      config.convex)
     local = _LocalSearch(problem) if config.local and (
         problem.graph.units.num_units == problem.n) else None
@@ -666,7 +666,7 @@ class CoverBound:
         t0 = time.perf_counter()
         # the search starts at the simple bound even when the ladder knows more: the
         # columns of the cheap refutations low down speed up the tests near the top
-        lo = simple_lower_bound(problem)
+        lo = throughput_lower_bound(problem)
         hi = context.upper_bound
         if not math.isfinite(hi) or context.assignment is None:
             return MethodResult(self.name, lo, "no partition to refute up to",

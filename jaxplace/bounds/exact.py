@@ -32,7 +32,7 @@ from jaxplace.bounds.base import (
     Relaxable,
     from_solve,
 )
-from jaxplace.cost import evaluate_partition, simple_lower_bound
+from jaxplace.cost import evaluate_partition, throughput_lower_bound
 from jaxplace.problem import Problem
 
 
@@ -46,7 +46,7 @@ def exact_model(problem: Problem, *, relax: bool = False, z_lb: float | None = N
     """
     typed = has_cpu_blocks(problem)
     nb = problem.num_blocks if typed else problem.k
-    L = simple_lower_bound(problem)
+    L = throughput_lower_bound(problem)
     zl = L if z_lb is None else max(L, float(z_lb))
     if not math.isfinite(zl):  # infeasible; the model says so (a node fits no block)
         zl = 0.0
@@ -124,12 +124,12 @@ class ExactBound(Relaxable):
 
     def run(self, problem: Problem, context: BoundContext) -> MethodResult:
         t0 = time.perf_counter()
-        if math.isinf(simple_lower_bound(problem)):  # a node fits no device at all
+        if math.isinf(throughput_lower_bound(problem)):  # a node fits no device at all
             return MethodResult(self.name, math.inf, "Infeasible", time.perf_counter() - t0,
                                 kind=self.kind)
         lb = context.lower_bound
         z_lb = None if self.relax or not math.isfinite(lb) else max(
-            lb, simple_lower_bound(problem))
+            lb, throughput_lower_bound(problem))
         model = exact_model(problem, relax=self.relax, z_lb=z_lb)
         res, found, _ = exact_bound(problem, None if self.relax else context.assignment,
                                     relax=self.relax, time_limit=context.time_limit,

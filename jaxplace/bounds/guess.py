@@ -33,7 +33,7 @@ from jaxplace.bounds._model import (
     solve_arrays,
 )
 from jaxplace.bounds.base import BoundContext, MethodResult, Relaxable, skipped, unmodelled
-from jaxplace.cost import simple_lower_bound
+from jaxplace.cost import throughput_lower_bound
 from jaxplace.highs import result_from_dict
 from jaxplace.problem import Problem
 
@@ -51,7 +51,7 @@ def guess_spec(problem: Problem, j: int) -> BlockSpec:
     before, after = j - 1, k - j
     inf = np.inf
     div = np.array([before if before else inf, 1.0, after if after else inf], dtype=float)
-    rows = [(np.array([0.0, 1.0, 0.0]), simple_lower_bound(problem))]
+    rows = [(np.array([0.0, 1.0, 0.0]), throughput_lower_bound(problem))]
     if before:
         rows.append((np.array([-1.0, before, 0.0]), 0.0))
     if after:

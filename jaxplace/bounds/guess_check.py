@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from jaxplace.bounds.base import BoundContext, MethodResult, skipped
 from jaxplace.bounds.check import FEASIBLE, INFEASIBLE, check_guess
 from jaxplace.bounds.station import station_data, station_skip, station_upper
-from jaxplace.cost import evaluate_partition, simple_lower_bound
+from jaxplace.cost import evaluate_partition, throughput_lower_bound
 from jaxplace.errors import JaxplaceError
 from jaxplace.problem import Problem
 
@@ -66,7 +66,7 @@ def guess_and_check(problem: Problem, context: BoundContext,
     t0 = time.perf_counter()
     deadline = t0 + context.time_limit
     data = station_data(problem)
-    lo = max(simple_lower_bound(problem), context.lower_bound)
+    lo = max(throughput_lower_bound(problem), context.lower_bound)
     ub = station_upper(problem, context)
     top = ub  # the upper end of the search: the best cost, or an unanswered guess
     best, best_cost = None, math.inf
@@ -112,7 +112,7 @@ class GuessCheckBound:
         if why := station_skip(problem):
             return skipped(self, why)
         t0 = time.perf_counter()
-        if not math.isfinite(simple_lower_bound(problem)):
+        if not math.isfinite(throughput_lower_bound(problem)):
             return MethodResult(self.name, math.inf, "Infeasible", time.perf_counter() - t0,
                                 kind=self.kind)
         lo, best, _, checks = guess_and_check(problem, context, self.config,

@@ -1,7 +1,7 @@
 """The simple bound L = max(max_v work(v), sum_v work(v) / k) (mtpp.md section 3).
 
 Communication ignored; with CPU blocks or colocation it is taken per placement unit
-(see `jaxplace.cost.simple_lower_bound`). Closed form: no solver.
+(see `jaxplace.cost.throughput_lower_bound`). Closed form: no solver.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import time
 from dataclasses import dataclass
 
 from jaxplace.bounds.base import BoundContext, MethodResult
-from jaxplace.cost import simple_lower_bound
+from jaxplace.cost import throughput_lower_bound
 from jaxplace.problem import Problem
 
 
@@ -23,6 +23,6 @@ class SimpleBound:
 
     def run(self, problem: Problem, context: BoundContext) -> MethodResult:
         t0 = time.perf_counter()
-        L = simple_lower_bound(problem)
+        L = throughput_lower_bound(problem)
         return MethodResult(self.name, L, "closed form", time.perf_counter() - t0,
                             kind=self.kind)

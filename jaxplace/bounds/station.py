@@ -36,7 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from jaxplace.bounds.base import BoundContext, MethodResult, skipped, unmodelled
-from jaxplace.cost import simple_lower_bound
+from jaxplace.cost import throughput_lower_bound
 from jaxplace.problem import Problem
 from jaxplace.units import ordering_edges
 
@@ -322,7 +322,7 @@ class StationBound:
         if why := station_skip(problem):
             return skipped(self, why)
         t0 = time.perf_counter()
-        L = simple_lower_bound(problem)
+        L = throughput_lower_bound(problem)
         if not math.isfinite(L):
             return MethodResult(self.name, math.inf, "Infeasible",
                                 time.perf_counter() - t0, kind=self.kind)

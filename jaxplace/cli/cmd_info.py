@@ -19,7 +19,7 @@ def run(args) -> int:
     import numpy as np
 
     from jaxplace.analysis import critical_path
-    from jaxplace.cost import simple_lower_bound
+    from jaxplace.cost import throughput_lower_bound
     from jaxplace.report import units
 
     problem, source = load_input(args, default_k=8)
@@ -45,7 +45,7 @@ def run(args) -> int:
         lines.append(f"memory M    {problem.memory:g}{p}")
     if problem.capacity is not None:
         lines.append(f"capacity    {problem.capacity:g}{p}")
-    lines.append(f"lower bound {simple_lower_bound(problem):.6g}{w} (simple: max(max work, "
+    lines.append(f"lower bound {throughput_lower_bound(problem):.6g}{w} (simple: max(max work, "
                  f"total work / k))")
     for key in sorted(g.node_attrs):
         a = g.node_attrs[key]

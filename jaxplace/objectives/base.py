@@ -265,6 +265,7 @@ class Objective(abc.ABC):
     def check_resources(self, problem) -> None:
         """Raise JaxplaceError (one line, before any work) when the machine cannot
         hold a search of `problem`."""
+        return None  # an objective without a memory model has nothing to check
 
     def row_width(self, problem) -> int | None:
         """Columns of a search row the driver keeps (None: all, e.g. device keys)."""

@@ -10,6 +10,7 @@ from functools import cached_property
 import jax
 import numpy as np
 
+from jaxplace.objectives.api import simple_lower_bound
 from jaxplace.problem import Problem
 from jaxplace.search.driver import Run
 from jaxplace.search.result import History, Result
@@ -64,7 +65,7 @@ class SearchRequest:
 
     @cached_property
     def lower_bound(self) -> float:
-        return problem_lower_bound(self.problem)
+        return simple_lower_bound(self.problem)
 
     @cached_property
     def fitness(self):
@@ -113,13 +114,6 @@ def finish(req: SearchRequest, method: str, x, evaluations: int, history: Histor
     return req.objective.finish(req, method, x, evaluations, history, interrupted, info)
 
 
-def problem_lower_bound(problem: Problem) -> float:
-    """The objective's own closed-form lower bound (bottleneck or makespan)."""
-    from jaxplace.objectives.registry import objective_of
-
-    return float(objective_of(problem).lower_bound(problem))
-
-
 def initial_population(key, P: int, width: int, seeds: np.ndarray | None) -> np.ndarray:
     """(P, width) float32 uniform keys, the first rows replaced by `seeds`."""
     X0 = np.array(jax.random.uniform(key, (P, width)), np.float32)
@@ -129,5 +123,8 @@ def initial_population(key, P: int, width: int, seeds: np.ndarray | None) -> np.
         X0[:len(s), s.shape[1]:] = 0.0
     return X0
 
+
+#: The former name of `jaxplace.simple_lower_bound` here (the same function).
+problem_lower_bound = simple_lower_bound
 
 __all__ = ["SearchRequest", "finish", "initial_population", "problem_lower_bound"]

@@ -87,9 +87,9 @@ class Throughput(Objective):
         return decode(problem, x, precision=precision, **settings)
 
     def lower_bound(self, problem) -> float:
-        from jaxplace.cost import simple_lower_bound
+        from jaxplace.cost import throughput_lower_bound
 
-        return simple_lower_bound(problem)
+        return throughput_lower_bound(problem)
 
     def result_dict(self, problem, partition, **fields) -> dict:
         from jaxplace.formats.results import result_dict
