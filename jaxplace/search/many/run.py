@@ -229,41 +229,49 @@ class BucketRun:
         return m.index, res
 
     def _polish(self, i: int, part, x, evals: int, info: dict):
-        """The default search's MIP polish at k <= 4: `polish_nodes` branch-and-bound
-        nodes (a count, so the answer does not depend on the load); wall-clock
-        seconds only when the user gave them (the time limit left, capped by
-        `polish_max_time`, default POLISH_MAX_TIME, or `polish_max_time` alone)."""
-        from jaxplace.objectives.throughput.polish import (
-            mip_polish,
-            partition_priorities,
-            polish_applies,
-            polish_skipped,
-            polish_time,
-        )
-        from jaxplace.reference import decode_reference
+        m = self.members[i]
+        return polish_result(m.problem, m.lower_bound, part, x, evals, info, self.s,
+                             self._elapsed())
 
-        p = self.members[i].problem
-        want = self.s.polish
-        if want is False or (want is None and not polish_applies(p)):
-            return part, x, evals
-        if part.cost <= self.members[i].lower_bound * (1 + 1e-9):
-            return part, x, evals
-        limit, cap = self.s.time_limit, self.s.polish_max_time
-        left = None if limit is None else limit - self._elapsed()
-        t = polish_time(left, POLISH_MAX_TIME if cap is None and left is not None else cap)
-        if polish_skipped(t):
-            return part, x, evals
-        info["polish"] = {"time_limit": t, "max_nodes": self.s.polish_nodes}
-        out = mip_polish(p, part.assignment, time_limit=t, max_nodes=self.s.polish_nodes,
-                         report=info["polish"])
-        if out is None:
-            return part, x, evals
-        y = partition_priorities(p, out[0])
-        got = decode_reference(p, y)
-        info["polish"]["decoded"] = got.cost
-        if got.cost < part.cost:
-            return got, np.asarray(y, np.float32), evals + 1
+
+def polish_result(problem, lower_bound: float, part, x, evals: int, info: dict,
+                  settings, elapsed: float):
+    """(partition, priorities, evaluations) after the default search's MIP polish at
+    k <= 4 (`settings.polish`: None for that rule, False off, True on):
+    `settings.polish_nodes` branch-and-bound nodes (a count, so the answer does not
+    depend on the load); wall-clock seconds only when the user gave them (the time
+    limit left after `elapsed` seconds, capped by `polish_max_time`, default
+    POLISH_MAX_TIME, or `polish_max_time` alone). Writes `info["polish"]`."""
+    from jaxplace.objectives.throughput.polish import (
+        mip_polish,
+        partition_priorities,
+        polish_applies,
+        polish_skipped,
+        polish_time,
+    )
+    from jaxplace.reference import decode_reference
+
+    want = settings.polish
+    if want is False or (want is None and not polish_applies(problem)):
         return part, x, evals
+    if part.cost <= lower_bound * (1 + 1e-9):
+        return part, x, evals
+    limit, cap = settings.time_limit, settings.polish_max_time
+    left = None if limit is None else limit - elapsed
+    t = polish_time(left, POLISH_MAX_TIME if cap is None and left is not None else cap)
+    if polish_skipped(t):
+        return part, x, evals
+    info["polish"] = {"time_limit": t, "max_nodes": settings.polish_nodes}
+    out = mip_polish(problem, part.assignment, time_limit=t,
+                     max_nodes=settings.polish_nodes, report=info["polish"])
+    if out is None:
+        return part, x, evals
+    y = partition_priorities(problem, out[0])
+    got = decode_reference(problem, y)
+    info["polish"]["decoded"] = got.cost
+    if got.cost < part.cost:
+        return got, np.asarray(y, np.float32), evals + 1
+    return part, x, evals
 
 
 def default_group(platform: str) -> int | None:
@@ -291,4 +299,4 @@ def run_bucket(members: list, bucket, settings, cancel: threading.Event | None =
         yield from BucketRun(part, bucket, settings, cancel).results()
 
 
-__all__ = ["BucketRun", "bucket_groups", "default_group", "run_bucket"]
+__all__ = ["BucketRun", "bucket_groups", "default_group", "polish_result", "run_bucket"]
