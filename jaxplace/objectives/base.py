@@ -220,9 +220,11 @@ class Objective(abc.ABC):
         `jaxplace.objectives.ladder.ClosedFormCertify` to certify with `lower_bound`."""
         raise self.unsupported("certify")
 
-    def exact_fits(self, problem) -> str | None:
+    def exact_fits(self, problem, deadline: float | None = None) -> str | None:
         """A one-line reason when an exact method is expected to finish quickly on
-        `problem` (the planner then runs `exact` first), else None."""
+        `problem` (the planner then runs `exact` first), else None. `deadline` (a
+        perf_counter time, given only under a user's time limit): answer None rather
+        than spend past it deciding."""
         return None
 
     def exact(self, problem, *, time_limit: float, upper_bound: float | None = None,

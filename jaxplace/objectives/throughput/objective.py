@@ -123,10 +123,10 @@ class Throughput(Objective):
         methods = self.default_bounds if methods is None else methods
         return certify_ladder(problem, partition, methods, **settings)
 
-    def exact_fits(self, problem) -> str | None:
+    def exact_fits(self, problem, deadline: float | None = None) -> str | None:
         from jaxplace.exact.dp import count_problem_ideals
 
-        count = count_problem_ideals(problem, EXACT_MAX_IDEALS)
+        count = count_problem_ideals(problem, EXACT_MAX_IDEALS, deadline=deadline)
         return None if count is None else f"{count:,} ideals: the DP over ideals"
 
     def exact(self, problem, *, time_limit: float, upper_bound: float | None = None,
