@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from brute import brute_force_optimum, direct_block_cost, is_valid
 from hypothesis import given, settings
-from strategies import tiny_hetero_problems, tiny_problems
+from strategies import tiny_cpu_block_problems, tiny_problems
 
 import jaxplace as jp
 from jaxplace.bounds import (
@@ -264,7 +264,7 @@ def _accelerator_only(problem):
 
 
 @settings(max_examples=30)
-@given(tiny_hetero_problems(max_nodes=5, training=True))
+@given(tiny_cpu_block_problems(max_nodes=5, training=True))
 def test_exact_with_colocation_and_training_edges(problem):
     """Colocation classes and forward-only contiguity (NeurIPS 2020 model)."""
     problem = _accelerator_only(problem)
@@ -275,7 +275,7 @@ def test_exact_with_colocation_and_training_edges(problem):
 
 
 @settings(max_examples=10)
-@given(tiny_hetero_problems(max_nodes=4))
+@given(tiny_cpu_block_problems(max_nodes=4))
 def test_cpu_blocks_skip_the_mips_and_stay_valid(problem):
     """The superblock MIPs skip CPU blocks; the exact MIP models them (issue 15, see
     test_certify_cpu_blocks.py)."""

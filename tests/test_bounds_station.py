@@ -11,7 +11,7 @@ import numpy as np
 from brute import brute_force_optimum, direct_block_cost, is_valid
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from strategies import tiny_hetero_problems, tiny_problems
+from strategies import tiny_cpu_block_problems, tiny_problems
 
 import jaxplace as jp
 from jaxplace.bounds import certify
@@ -75,7 +75,7 @@ def test_windows_admit_every_partition_within_T(problem, factor):
 
 
 @settings(max_examples=40, deadline=None)
-@given(tiny_hetero_problems(max_nodes=5, training=True), st.sampled_from([1.0, 1.3]))
+@given(tiny_cpu_block_problems(max_nodes=5, training=True), st.sampled_from([1.0, 1.3]))
 def test_windows_with_colocation_and_training_edges(problem, factor):
     _check_windows(_accelerator_only(problem).replace(k=3), factor)
 
@@ -126,7 +126,7 @@ def test_new_bounds_below_brute_force(problem):
 
 
 @settings(max_examples=25, deadline=None)
-@given(tiny_hetero_problems(max_nodes=5, training=True))
+@given(tiny_cpu_block_problems(max_nodes=5, training=True))
 def test_new_bounds_with_colocation_and_training_edges(problem):
     problem = _accelerator_only(problem)
     opt = brute_force_optimum(problem)
@@ -138,7 +138,7 @@ def test_new_bounds_with_colocation_and_training_edges(problem):
 
 
 @settings(max_examples=15, deadline=None)
-@given(tiny_hetero_problems(max_nodes=4))
+@given(tiny_cpu_block_problems(max_nodes=4))
 def test_cpu_blocks_are_skipped_and_stay_valid(problem):
     opt = brute_force_optimum(problem)
     cert = certify(problem, methods=("simple", "station", "station-check"), samples=2,

@@ -10,7 +10,7 @@ import pytest
 from brute import brute_force_optimum
 from conftest import NEURIPS, NEURIPS_SKIP
 from hypothesis import given, settings
-from strategies import same_cost, tiny_hetero_problems, tiny_training_problems
+from strategies import same_cost, tiny_cpu_block_problems, tiny_training_problems
 
 import jaxplace as jp
 from jaxplace.bounds.exact import exact_bound
@@ -37,7 +37,7 @@ def _mip_equals_brute_force(problem):
 
 
 @settings(max_examples=40, deadline=None)
-@given(tiny_hetero_problems(max_nodes=5, training=True))
+@given(tiny_cpu_block_problems(max_nodes=5, training=True))
 def test_exact_mip_with_cpu_blocks_equals_brute_force(problem):
     _mip_equals_brute_force(problem)
 
@@ -49,7 +49,7 @@ def test_exact_mip_on_training_graphs_with_orphans(problem):
 
 
 @settings(max_examples=20, deadline=None)
-@given(tiny_hetero_problems(max_nodes=4))
+@given(tiny_cpu_block_problems(max_nodes=4))
 def test_certify_with_cpu_blocks_is_valid_and_starts_from_the_partition(problem):
     """The ladder with the MIPs on a CPU problem: every bound valid; the exact MIP
     (warm-started from the sampled partition, CPU blocks included) proves the optimum."""

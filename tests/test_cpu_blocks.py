@@ -10,7 +10,7 @@ from brute import brute_force_optimum, direct_block_cost, is_valid, topological_
 from conftest import NEURIPS, NEURIPS_SKIP
 from hypothesis import given
 from hypothesis import strategies as st
-from strategies import same_cost, tiny_hetero_problems
+from strategies import same_cost, tiny_cpu_block_problems
 
 import jaxplace as jp
 
@@ -21,17 +21,17 @@ def min_over_orders(problem):
     return min(jp.reference.slice_order(problem, o).cost for o in topological_orders(problem.graph))
 
 
-@given(tiny_hetero_problems(max_nodes=5))
+@given(tiny_cpu_block_problems(max_nodes=5))
 def test_device_typed_slicing_equals_brute_force(problem):
     assert same_cost(min_over_orders(problem), brute_force_optimum(problem))
 
 
-@given(tiny_hetero_problems(max_nodes=5, training=True))
+@given(tiny_cpu_block_problems(max_nodes=5, training=True))
 def test_training_graphs_equal_brute_force(problem):
     assert same_cost(min_over_orders(problem), brute_force_optimum(problem))
 
 
-@given(tiny_hetero_problems(max_nodes=6, training=True), st.randoms(use_true_random=False))
+@given(tiny_cpu_block_problems(max_nodes=6, training=True), st.randoms(use_true_random=False))
 def test_decoded_partition_is_valid_and_costed(problem, rnd):
     part = jp.reference.decode_reference(problem, [rnd.random() for _ in range(problem.n)])
     if not np.isfinite(part.cost):

@@ -20,7 +20,7 @@ import pytest
 from conftest import NEURIPS, NEURIPS_SKIP
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from strategies import tiny_hetero_problems
+from strategies import tiny_cpu_block_problems
 
 import jaxplace as jp
 from jaxplace.decoder import (
@@ -97,7 +97,7 @@ def cpu_blocks_problem(rng: np.random.Generator, n: int, *, training: bool, cpus
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(problem=tiny_hetero_problems(max_nodes=6, training=True), seed=st.integers(0, 99),
+@given(problem=tiny_cpu_block_problems(max_nodes=6, training=True), seed=st.integers(0, 99),
        ties=st.booleans())
 def test_tiny_cpu_blocks_float64_matches_reference(problem, seed, ties):
     rng = np.random.default_rng(seed)
@@ -109,7 +109,7 @@ def test_tiny_cpu_blocks_float64_matches_reference(problem, seed, ties):
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(problem=tiny_hetero_problems(max_nodes=6, training=True), seed=st.integers(0, 99))
+@given(problem=tiny_cpu_block_problems(max_nodes=6, training=True), seed=st.integers(0, 99))
 def test_tiny_cpu_blocks_float32_matches_reference(problem, seed):
     # capacities in this strategy are integers and weights tenths: sums may sit on the
     # capacity exactly, where float32 and float64 can disagree; skip those examples

@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from strategies import (
     same_cost,
-    tiny_hetero_problems,
+    tiny_cpu_block_problems,
     tiny_problems,
     tiny_training_problems,
 )
@@ -41,12 +41,12 @@ def test_equals_brute_force_plain(problem):
     _check(problem, solve_ideals(problem, search=False), brute_force_optimum(problem))
 
 
-@given(tiny_hetero_problems(max_nodes=5))
+@given(tiny_cpu_block_problems(max_nodes=5))
 def test_equals_brute_force_cpus(problem):
     _check(problem, solve_ideals(problem, search=False), brute_force_optimum(problem))
 
 
-@given(tiny_hetero_problems(max_nodes=5, training=True))
+@given(tiny_cpu_block_problems(max_nodes=5, training=True))
 def test_equals_brute_force_training(problem):
     _check(problem, solve_ideals(problem, search=False), brute_force_optimum(problem))
 
@@ -112,7 +112,7 @@ def _zero_some(problem, mask):
     return problem.replace(graph=g2)
 
 
-@given(tiny_hetero_problems(max_nodes=5, training=True),
+@given(tiny_cpu_block_problems(max_nodes=5, training=True),
        st.lists(st.booleans(), min_size=5, max_size=5))
 def test_merging_cost_free_units_is_exact(problem, mask):
     problem = _zero_some(problem, mask)
@@ -123,7 +123,7 @@ def test_merging_cost_free_units_is_exact(problem, mask):
     _check(problem, merged, brute_force_optimum(problem))
 
 
-@given(tiny_hetero_problems(max_nodes=5, training=True))
+@given(tiny_cpu_block_problems(max_nodes=5, training=True))
 def test_upper_bound_prunes_but_keeps_the_optimum(problem):
     opt = brute_force_optimum(problem)
     if not math.isfinite(opt):

@@ -29,9 +29,9 @@ from jaxplace.decoder.layout import Spec
 from jaxplace.errors import JaxplaceError
 
 
-def hetero_problem(rng: np.random.Generator, n: int, *, training: bool, cpus: int,
-                   colors: int, k: int, unsupported: float = 0.1, multi: bool = False,
-                   memory: bool = False, capacity: bool = False) -> jp.Problem:
+def cpu_block_problem(rng: np.random.Generator, n: int, *, training: bool, cpus: int,
+                      colors: int, k: int, unsupported: float = 0.1, multi: bool = False,
+                      memory: bool = False, capacity: bool = False) -> jp.Problem:
     """Colocation classes, backward nodes (their edges may point back in the forward
     order), unsupported nodes, CPU latencies (used when cpus > 0)."""
     perm = rng.permutation(n)
@@ -139,7 +139,7 @@ def test_units_training_graphs_and_unsupported_nodes():
                dict(training=True, colors=2, k=2, multi=True, memory=True),
                dict(training=False, colors=4, k=4, capacity=True, unsupported=0.2),
                dict(training=True, colors=0, k=1, multi=True, unsupported=0.0)):
-        problem = hetero_problem(rng, 16, cpus=0, **kw)
+        problem = cpu_block_problem(rng, 16, cpus=0, **kw)
         X = rng.random((11, problem.n)).astype(np.float32)
         assert_costs(fused_scores(problem, X, UNITS),
                      jp.reference.evaluate_reference(problem, X), FLOAT32_RTOL)
@@ -177,7 +177,7 @@ def test_blocks_and_population_padding():
 
 def test_cpu_blocks_are_refused():
     rng = np.random.default_rng(6)
-    problem = hetero_problem(rng, 10, training=False, cpus=1, colors=0, k=2)
+    problem = cpu_block_problem(rng, 10, training=False, cpus=1, colors=0, k=2)
     with pytest.raises(JaxplaceError, match="fused decoder has no CPU blocks"):
         evaluate(problem, rng.random((2, problem.n)), impl="fused")
     with pytest.raises(JaxplaceError, match="must be one of"):
@@ -188,7 +188,7 @@ def test_kernel_lowers_for_gpus():
     """The GPU kernel (not interpret mode) lowers through Pallas's Triton backend:
     every op it uses has a Triton lowering (compiling to PTX needs a GPU)."""
     rng = np.random.default_rng(7)
-    problem = hetero_problem(rng, 16, training=True, cpus=0, colors=2, k=3, memory=True)
+    problem = cpu_block_problem(rng, 16, training=True, cpus=0, colors=2, k=3, memory=True)
     _, g = device_graph(problem, UNITS)
     X = np.zeros((32, UNITS.N), np.float32)
     fn = jax.jit(lambda g, X: score_prio(UNITS, g, X, interpret=False))

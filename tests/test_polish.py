@@ -5,7 +5,7 @@ import pytest
 from brute import brute_force_optimum
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from strategies import same_cost, tiny_hetero_problems, tiny_problems
+from strategies import same_cost, tiny_cpu_block_problems, tiny_problems
 
 import jaxplace as jp
 from jaxplace.cost import evaluate_partition
@@ -25,7 +25,7 @@ def test_partition_priorities_decode_no_worse(problem, seed):
 
 
 @settings(max_examples=15, deadline=None)
-@given(tiny_hetero_problems(max_nodes=5), st.integers(0, 2**31 - 1))
+@given(tiny_cpu_block_problems(max_nodes=5), st.integers(0, 2**31 - 1))
 def test_partition_priorities_with_cpu_blocks(problem, seed):
     x = np.random.default_rng(seed).random(problem.n)
     part = decode_reference(problem, x)

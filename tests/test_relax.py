@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
-from strategies import same_cost, tiny_hetero_problems, tiny_problems
+from strategies import same_cost, tiny_cpu_block_problems, tiny_problems
 
 import jaxplace as jp
 from jaxplace.errors import JaxplaceError
@@ -58,9 +58,9 @@ def test_exact_mode_matches_evaluate_partition(data):
 
 @settings(max_examples=20)
 @given(st.data())
-def test_exact_mode_hetero(data):
+def test_exact_mode_cpu_blocks(data):
     """CPU blocks (no transfers, cpu_latency), unsupported nodes, colocation."""
-    p = data.draw(tiny_hetero_problems(max_nodes=5, training=data.draw(st.booleans())))
+    p = data.draw(tiny_cpu_block_problems(max_nodes=5, training=data.draw(st.booleans())))
     a = data.draw(st.lists(st.integers(0, p.num_blocks - 1), min_size=p.n,
                            max_size=p.n))
     _check_exact(p, np.asarray(a))
@@ -213,7 +213,7 @@ def test_optimize_compiles_once_per_shape():
 
 
 @pytest.mark.heavy
-def test_hetero_problem_runs():
+def test_cpu_block_problem_runs():
     """CPU blocks and unsupported nodes: a valid partition (unsupported nodes on CPUs)."""
     g = regal(seed=9, n=40)
     rng = np.random.default_rng(0)
