@@ -22,10 +22,12 @@ from strategies import (
 import jaxplace as jp
 from jaxplace.bounds.base import BoundContext
 from jaxplace.bounds.registry import BOUNDS, CPU_BLOCK_METHODS, choose_methods
+from jaxplace.cost import simple_lower_bound
 from jaxplace.errors import JaxplaceError
 from jaxplace.exact import solve_ideals
 from jaxplace.exact.bbr import feasible, solve_bbr
 from jaxplace.exact.bbr_bound import BbrBound, bbr_exact
+from jaxplace.exact.bbr_cross import crossing_bound, crossings, refuted
 from jaxplace.exact.bbr_model import build_model
 from jaxplace.exact.bbr_search import Memo
 
@@ -130,6 +132,48 @@ def test_stopped_check_proves_nothing_and_bound_stays_valid():
     assert res.lower_bound <= opt * (1 + 1e-9)
     assert res.cost >= opt * (1 - 1e-9)
     assert res.optimal == (res.lower_bound >= res.cost * (1 - 1e-6))
+
+
+def _cross_valid(problem, opt):
+    """The forced-crossings bound never refutes the optimum; returns it."""
+    cd = build_model(problem).cross
+    if cd is None or not math.isfinite(opt):
+        return None
+    assert not refuted(cd, opt)
+    lb = crossing_bound(cd, simple_lower_bound(problem), opt)
+    assert lb <= opt * (1 + 1e-9) + 1e-12
+    return lb
+
+
+@settings(max_examples=80)
+@given(tiny_problems(max_nodes=6, max_k=4, multi_tensor=True))
+def test_crossing_bound_below_brute_force(problem):
+    """Overflow, capacity, bandwidth, several tensors per op: the summed bound with
+    forced groups and conflict cliques stays at or below the optimum."""
+    _cross_valid(problem, brute_force_optimum(problem))
+
+
+@given(tiny_hetero_problems(max_nodes=5, training=True))
+def test_crossing_bound_training_and_cpus(problem):
+    """Training contiguity and colocation; with CPU blocks the crossings are off."""
+    m = build_model(problem)
+    assert (m.cross is None) == (m.C > 0 or not m.gsize)
+    _cross_valid(problem, brute_force_optimum(problem))
+
+
+def test_crossing_bound_below_the_dp_and_raises_the_bound():
+    """24-node DAGs at k up to 16 (blocks of one or two ops, where most tensors must
+    cross): below the DP's optimum everywhere, above the simple bound somewhere."""
+    gains = 0
+    for seed in range(3):
+        for k in (2, 6, 12, 16):
+            problem = jp.Problem(small_graph(seed), k)
+            opt = solve_ideals(problem, search=False).cost
+            lb = _cross_valid(problem, opt)
+            gains += lb > simple_lower_bound(problem) * (1 + 1e-6)
+            forced, q = crossings(build_model(problem).cross, opt)
+            assert ((q >= 2) | ~forced).all()  # a forced group is paid twice at least
+    assert gains > 0
 
 
 def test_memo_is_bounded():

@@ -15,6 +15,7 @@ its own; weights 1 above 2T/3 and 1/2 above T/3 sum to at most 1 per block).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -48,6 +49,8 @@ class Model:
     - `full`: bitset of all atoms; `bad_mask`: bitset of atoms with unsupported nodes.
     - `station`: the station windows' T-free data, or None where they do not apply
       (CPU blocks, CPU-only ops, very large graphs).
+    - `cross`: the forced crossings' T-free data (`bbr_cross.CrossData`), or None
+      where they do not apply (CPU blocks, no tensors).
     """
 
     atom_of: np.ndarray
@@ -70,6 +73,7 @@ class Model:
     full: int
     bad_mask: int
     station: StationData | None
+    cross: object = None
 
     @property
     def num_atoms(self) -> int:
@@ -138,7 +142,7 @@ def build_model(problem: Problem, merge: bool = True) -> Model:
         gmask.append(m)
         gcount.append(len(ends))
     station = None if station_skip(problem) else station_data(problem)
-    return Model(
+    model = Model(
         atom_of=rank[atoms.atom_of], pred=pred, succ=succ, work=work, cpu=cpu,
         param=param, bad=bad, easy=easy, groups=groups,
         gsize=atoms.tensor_size.tolist(), gcount=gcount, gmask=gmask,
@@ -146,6 +150,9 @@ def build_model(problem: Problem, merge: bool = True) -> Model:
         memory=problem.memory, bandwidth=float(problem.bandwidth),
         full=(1 << A) - 1, bad_mask=sum(1 << a for a in range(A) if bad[a]),
         station=station)
+    from jaxplace.exact.bbr_cross import cross_data  # imports this module
+
+    return dataclasses.replace(model, cross=cross_data(model))
 
 
 def _mask(flags) -> int:
@@ -165,6 +172,9 @@ class TData:
     - `refuted`: the windows alone are empty somewhere (no partition of cost <= T).
     - `half`: bitset of atoms with work > Tc / 2 (LB2); `third`, `twothird`: work >
       Tc / 3, > 2 Tc / 3 (LB3).
+    - `forced`: per tensor group, no block of cost <= T holds all its atoms; `qsize`:
+      per group, what the blocks touching it pay at least in all when none of its
+      atoms is placed (`bbr_cross`; all False / 0 where the crossings do not apply).
     """
 
     T: float
@@ -175,6 +185,8 @@ class TData:
     half: int
     third: int
     twothird: int
+    forced: list
+    qsize: list
 
 
 def tdata(model: Model, T: float) -> TData:
@@ -182,17 +194,29 @@ def tdata(model: Model, T: float) -> TData:
     Tc = T * (1 + RTOL) + ATOL
     w = np.asarray(model.work)
     half, third, twothird = (_mask(w > Tc * f) for f in (0.5, 1 / 3, 2 / 3))
+    G = len(model.gsize)
+    forced, qsize, refuted = [False] * G, [0.0] * G, False
     data = model.station
-    if data is None or not math.isfinite(T):
-        return TData(T, Tc, None, None, False, half, third, twothird)
-    lo_n, hi_n = windows(data, T)
-    A = model.num_atoms
-    lo = np.full(A, -1, dtype=np.int64)
-    hi = np.full(A, np.iinfo(np.int64).max, dtype=np.int64)
-    np.maximum.at(lo, model.atom_of, lo_n)
-    np.minimum.at(hi, model.atom_of, hi_n)
-    refuted = bool((lo > hi).any())
+    win = None
+    if data is not None and math.isfinite(T):
+        lo_n, hi_n = windows(data, T)
+        A = model.num_atoms
+        lo = np.full(A, -1, dtype=np.int64)
+        hi = np.full(A, np.iinfo(np.int64).max, dtype=np.int64)
+        np.maximum.at(lo, model.atom_of, lo_n)
+        np.minimum.at(hi, model.atom_of, hi_n)
+        win = (lo, hi)
+        refuted = bool((lo > hi).any())
+    if model.cross is not None and math.isfinite(T) and not refuted:
+        from jaxplace.exact.bbr_cross import crossings, refuted_by
+
+        f, q = crossings(model.cross, T, win)
+        forced, qsize = f.tolist(), (q * model.cross.gsize).tolist()
+        refuted = refuted_by(model.cross, T, q)
+    if win is None:
+        return TData(T, Tc, None, None, refuted, half, third, twothird, forced, qsize)
     D = model.K
     allowed = [_mask(lo <= d) for d in range(D + 1)]
     required = [_mask(hi <= d) for d in range(D + 1)]
-    return TData(T, Tc, allowed, required, refuted, half, third, twothird)
+    return TData(T, Tc, allowed, required, refuted, half, third, twothird, forced,
+                 qsize)

@@ -12,11 +12,22 @@ Pruning, every rule valid for any split of cost <= T:
   it adds (tensor groups with an atom already placed) only grow; a hard capacity on
   its parameters; an atom outside the block's station window (`bbr_model.TData`)
   never enters it, and an atom whose window ends at this block must be in it;
+- while a block grows, a tensor group that no block of cost <= T can hold whole
+  (forced, `bbr_cross`) is paid by the block as soon as it touches it; the child's
+  LB1 is checked as a budget: with slack a T - rest(I) at the node, a block S costs
+  the child T - work(S) - (rest(I) - rest(I + S)) of it, which is T - cost(S) plus
+  its overflow plus, per group it touches, its size when I + S still cuts a group I
+  already cut, twice its size when it cuts one nobody has to pay twice, nothing for
+  one paid twice, and (2 - q) times its size for one paid q > 2 times (subtracted from
+  the slack up front); a branch whose committed part already exceeds the slack is
+  cut (likewise a branch whose forced payments leave less room than the work the
+  block must reach);
 - at a child J = I + S with a', c' devices left: the remaining work (per atom the
   cheaper of accelerator work and CPU latency) fits (a' + c') T, the CPU-only atoms
-  fit c' T, and without CPUs the remaining work plus the tensor groups J cuts (each
-  paid by some later block) fits a' T (LB1 with transfers), LB2 and LB3 on the
-  remaining atoms' work;
+  fit c' T, and without CPUs the remaining work plus the transfers the later blocks
+  must pay fits a' T (LB1 with transfers: each tensor group J cuts once, each group
+  with no atom placed as often as `bbr_cross` says blocks must touch it), LB2 and LB3
+  on the remaining atoms' work;
 - remember: a bounded table of the (J, a', c') already refuted, with the largest T
   they were refuted at (refuted at T means refuted at every T' <= T), shared by the
   checks of one run.
@@ -29,6 +40,7 @@ smaller remaining set can cost more).
 from __future__ import annotations
 
 import itertools
+import math
 import time
 from dataclasses import dataclass, field
 
@@ -75,8 +87,16 @@ class OutOfTime(Exception):
 
 @dataclass
 class CheckStats:
+    """Search nodes, blocks grown, the deepest node (blocks placed), the blocks
+    that fit T but were cut by the child's bounds (`_fits`) or by the maximal-block
+    rule, and the atoms not added while growing (cost or work bound)."""
+
     nodes: int = 0
     blocks: int = 0
+    depth: int = 0
+    cut_fits: int = 0
+    cut_dominated: int = 0
+    cut_growth: int = 0
 
 
 @dataclass
@@ -90,6 +110,7 @@ class _Search:
     max_nodes: float
     stats: CheckStats = field(default_factory=CheckStats)
     cI: list = field(default_factory=list)  # per group: atoms in the placed ideal
+    qn: list = field(default_factory=list)  # per group: blocks that must pay it (q)
     total_work: float = 0.0
     total_easy: float = 0.0
     total_forced: float = 0.0  # CPU latency of the atoms only a CPU may hold
@@ -110,6 +131,7 @@ def check(model: Model, td: TData, memo: Memo, deadline: float = float("inf"),
         return None
     s = _Search(m, td, memo, deadline, max_nodes, stats or CheckStats())
     s.cI = [0] * len(m.gsize)
+    s.qn = [round(q / x) if x > 0 else 0 for q, x in zip(td.qsize, m.gsize, strict=True)]
     s.total_work = sum(m.work)
     s.total_easy = sum(m.easy)
     s.total_forced = sum(c for c, b in zip(m.cpu, m.bad, strict=True) if b)
@@ -117,10 +139,11 @@ def check(model: Model, td: TData, memo: Memo, deadline: float = float("inf"),
     ratios = [w / c if c > 0 else float("inf")
               for w, c, b in zip(m.work, m.cpu, m.bad, strict=True) if not b and w > 0]
     s.max_ratio = max(ratios, default=0.0)
-    if not _fits(s, 0, m.K, m.C, _Sums()):
+    root = _Sums(cut=sum(td.qsize))
+    if not _fits(s, 0, m.K, m.C, root):
         return None
     try:
-        return _node(s, 0, m.K, m.C, _Sums())
+        return _node(s, 0, m.K, m.C, root)
     except RecursionError:  # a block of about a thousand atoms: nothing proven
         raise OutOfTime from None
 
@@ -133,7 +156,7 @@ class _Sums:
     easy: float = 0.0
     forced: float = 0.0
     sup: float = 0.0
-    cut: float = 0.0  # size of the tensor groups I cuts
+    cut: float = 0.0  # transfers the blocks after I must pay (`_pay`)
 
 
 def _fits(s: _Search, J: int, a: int, c: int, sums: _Sums) -> bool:
@@ -168,6 +191,14 @@ def _fits(s: _Search, J: int, a: int, c: int, sums: _Sums) -> bool:
     return True
 
 
+def _pay(placed: int, n: int, size: float, qsize: float) -> float:
+    """What the blocks after an ideal holding `placed` of a group's n atoms pay for it
+    at least: `qsize` when none is placed, its size while it is cut, 0 once whole."""
+    if placed == 0:
+        return qsize
+    return size if placed < n else 0.0
+
+
 def _ready(m: Model, I: int) -> int:
     """Bitset of the atoms outside I whose predecessors are all in I."""
     r, rest = 0, m.full & ~I
@@ -189,6 +220,7 @@ def _node(s: _Search, I: int, a: int, c: int, sums: _Sums):
     if s.stats.nodes > s.max_nodes or not s.stats.nodes & 63:
         _tick(s)
     d = (m.K - a) + (m.C - c)
+    s.stats.depth = max(s.stats.depth, d)
     ready = _ready(m, I)
     cS = [0] * len(m.gsize)  # this node's growing block (its generators are suspended
     # while the children below use their own)
@@ -244,11 +276,24 @@ def _grow_acc(s: _Search, I: int, a: int, c: int, d: int, sums: _Sums, ready: in
     required = 0 if td.required is None else td.required[min(d, len(td.required) - 1)]
     ready &= allowed & ~m.bad_mask
     cI, groups, gsize, gcount = s.cI, m.groups, m.gsize, m.gcount
+    forced, qsize = td.forced, td.qsize
     work_, param_, pred, succ = m.work, m.param, m.pred, m.succ
     cap, mem, B = m.cap, m.memory, m.bandwidth
     easy_, bad_ = m.easy, m.bad
 
     never = m.full & ~(allowed & ~m.bad_mask)  # atoms block d never takes
+    # the work the block must reach for the rest to fit a - 1 accelerators (LB1 of the
+    # child, no CPUs): its final work is at most Tc less what it already must pay, so a
+    # branch whose forced payments leave less room is dead
+    need = (s.total_work - sums.work - (a - 1) * Tc) if m.C == 0 else -math.inf
+    # the child's LB1 as a budget (`_waste`): the slack a Tc - rest of the node, less
+    # what groups paid three times or more can give back
+    slack = math.inf
+    if m.C == 0:
+        slack = a * Tc - (s.total_work - sums.work) - sums.cut
+        slack -= sum((q - 2) * gsize[g] for g, q in enumerate(s.qn)
+                     if q > 2 and cI[g] == 0)
+    notI = m.full & ~I
     strict = td.T * (1 - 1e-12)  # what an atom moved into the block must keep it under
 
     def dominated(S: int, J: int, rdy: int, w: float, p: float, io: float) -> bool:
@@ -275,8 +320,11 @@ def _grow_acc(s: _Search, I: int, a: int, c: int, d: int, sums: _Sums, ready: in
                 return True
         return False
 
+    qn = s.qn
+
     def grow(S: int, J: int, last: int, work: float, param: float, io: float,
-             fixed: float, dcut: float, easy: float, rdy: int, open_: tuple) -> None:
+             fixed: float, dcut: float, easy: float, rdy: int, open_: tuple,
+             waste: float, pend: tuple) -> None:
         # the lowest required atom not placed bounds the next atom's number: atoms are
         # added in increasing number, so one passed over can never join this block
         miss = required & ~J
@@ -306,18 +354,31 @@ def _grow_acc(s: _Search, I: int, a: int, c: int, d: int, sums: _Sums, ready: in
                     fixed2 += gsize[g]
                 else:
                     still.append(g)
+            waste2, pend2, gone = waste, [], below & notI
+            for g in pend:
+                if m.gmask[g] & gone:  # J = I + S will cut it, whatever S adds
+                    waste2 += gsize[g] if cI[g] else 2 * gsize[g]
+                else:
+                    pend2.append(g)
             for g in groups[v]:
                 n_s, n_i, n = cS[g], cI[g], gcount[g]
                 x = gsize[g]
                 # crossing S: 0 < cS < n; crossing J = I + S: 0 < cI + cS < n
                 io2 += x * ((0 < n_s + 1 < n) - (0 < n_s < n))
-                dcut2 += x * ((0 < n_i + n_s + 1 < n) - (0 < n_i + n_s < n))
+                dcut2 += _pay(n_i + n_s + 1, n, x, 0.0) - _pay(n_i + n_s, n, x, qsize[g])
                 if n_s == 0:
-                    if n_i > 0 or m.gmask[g] & below:
+                    if n_i > 0 or forced[g] or m.gmask[g] & below:
                         fixed2 += x
                     elif n > 1:
                         still.append(g)
-            if w + fixed2 + over > Tc:
+                    if n_i > 0 or qn[g] == 0:
+                        if m.gmask[g] & gone:
+                            waste2 += x if n_i else 2 * x
+                        else:
+                            pend2.append(g)
+            if (w + fixed2 + over > Tc or Tc - fixed2 - over < need
+                    or waste2 + over > slack):
+                s.stats.cut_growth += 1
                 continue
             for g in groups[v]:
                 cS[g] += 1
@@ -332,13 +393,18 @@ def _grow_acc(s: _Search, I: int, a: int, c: int, d: int, sums: _Sums, ready: in
             if w + io2 + over <= Tc and (J2 & required) == required:
                 child = _Sums(sums.work + w, sums.easy + e2, sums.forced, sums.sup + w,
                               sums.cut + dcut2)
-                if _fits(s, J2, a - 1, c, child) and not dominated(S2, J2, r2, w, p, io2):
+                if not _fits(s, J2, a - 1, c, child):
+                    s.stats.cut_fits += 1
+                elif dominated(S2, J2, r2, w, p, io2):
+                    s.stats.cut_dominated += 1
+                else:
                     yield (w, S2, False, child)
-            yield from grow(S2, J2, v, w, p, io2, fixed2, dcut2, e2, r2, tuple(still))
+            yield from grow(S2, J2, v, w, p, io2, fixed2, dcut2, e2, r2, tuple(still),
+                            waste2, tuple(pend2))
             for g in groups[v]:
                 cS[g] -= 1
 
-    yield from grow(0, I, -1, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, ready, ())
+    yield from grow(0, I, -1, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, ready, (), 0.0, ())
 
 
 def _grow_cpu(s: _Search, I: int, a: int, c: int, d: int, sums: _Sums, ready: int,
@@ -348,6 +414,7 @@ def _grow_cpu(s: _Search, I: int, a: int, c: int, d: int, sums: _Sums, ready: in
     m, Tc = s.m, s.td.Tc
     cpu_, work_, easy_, pred, succ, bad_ = m.cpu, m.work, m.easy, m.pred, m.succ, m.bad
     cI, groups, gsize, gcount = s.cI, m.groups, m.gsize, m.gcount
+    qsize = s.td.qsize
 
     def grow(S: int, J: int, last: int, lat: float, work: float, easy: float,
              forced: float, sup: float, dcut: float, rdy: int) -> None:
@@ -363,7 +430,7 @@ def _grow_cpu(s: _Search, I: int, a: int, c: int, d: int, sums: _Sums, ready: in
             dc = dcut
             for g in groups[v]:
                 n_j, n = cI[g] + cS[g], gcount[g]
-                dc += gsize[g] * ((0 < n_j + 1 < n) - (0 < n_j < n))
+                dc += _pay(n_j + 1, n, gsize[g], 0.0) - _pay(n_j, n, gsize[g], qsize[g])
                 cS[g] += 1
             r2 = rdy & ~low
             for x_ in succ[v]:

@@ -1,0 +1,342 @@
+"""Forced crossings: transfers that every split of cost <= T must pay, and the bound
+they give.
+
+A block of a contiguous split is convex in the atom DAG (`bbr_model`): holding atoms x
+and y it holds every atom on a path between them, their hull. A tensor group g (the
+atoms its tensor touches) is paid once by every block that touches it without holding
+all of it. So for a guess T:
+
+- g is *forced* when no block of cost <= T can hold all of g's atoms: the hull of g
+  already costs more than T. A block's cost is at least the work and overflow of the
+  hull, plus every forced group the hull touches (a block touching a forced group
+  cannot hold it all, so it pays it): the forced set is grown to a fixpoint, each step
+  valid given the previous ones;
+- where the station windows apply (`bounds/station.py`: the blocks each op may sit
+  in at T, in any split of cost <= T whatever the numbering of its blocks), g is also
+  forced when its atoms' windows share no block;
+- two atoms of g *conflict* when their pair hull costs more than T (same test) or
+  their windows are disjoint: they sit in different blocks, so a clique of q
+  conflicting atoms of g means q blocks touch g, each paying it; a forced group is
+  touched by 2 blocks at least.
+
+`q[g] = max(clique, 2 if forced else 0)` is then a lower bound on the blocks that pay
+g, and summed over the K blocks (empty ones allowed):
+
+    K T >= total work + total overflow + sum_g q[g] size[g]
+
+for every split of cost <= T (`refuted(T)`; `crossing_bound` bisects for the largest T
+it refutes). BB&R (`bbr_search`) uses q at its nodes (the remaining blocks pay q[g]
+size[g] for every group with no atom placed, size[g] for every group cut by the placed
+ideal) and the forced flags while a block grows (a block touching a forced group pays
+it). CPU blocks pay no transfers, so none of this applies when CPUs may be used.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from jaxplace.exact.bbr_model import ATOL, RTOL, Model
+
+#: Pairs of one group's atoms looked at for conflicts: at most this many atoms per
+#: group (any subset's clique is still a clique).
+MAX_ENDS = 48
+
+#: Groups touching a hull that its cost bound looks at (any subset is valid).
+MAX_TOUCH = 64
+
+#: Rounds of the forced-set fixpoint (each only adds groups; the bound is valid after
+#: any number of rounds).
+ROUNDS = 8
+
+
+@dataclass(frozen=True, eq=False)
+class CrossData:
+    """T-free data. Hulls: first the G group hulls, then the pair hulls.
+
+    - `work`, `param`: (H,) work and parameters of every hull.
+    - `extra`: (H, D) per hull and group touching it (`extra_group`, G: none), what
+      holding the group whole adds to the hull's work and overflow at least (inf: over
+      the capacity); a block holding the hull pays each such group or holds it whole.
+    - `pair_group`, `pair_x`, `pair_y`: per pair hull (H - G of them) its group and the
+      positions of its two atoms in the group's atom list.
+    - `gsize`: (G,) group sizes / B; `ends`: (G,) atoms per group (capped at MAX_ENDS
+      for the pairs); `total_work`, `total_param`, `K`, `cap`, `memory`, `bandwidth`.
+    - `pair_a`, `pair_b`: the two atoms of every pair; `ends_flat`, `ends_ptr`: the
+      atoms of every group (CSR); `station`, `atom_of`: the station windows' data and
+      the atom of every node (None: no windows).
+    """
+
+    work: np.ndarray
+    param: np.ndarray
+    extra: np.ndarray
+    extra_group: np.ndarray
+    pair_group: np.ndarray
+    pair_x: np.ndarray
+    pair_y: np.ndarray
+    gsize: np.ndarray
+    ends: np.ndarray
+    total_work: float
+    total_param: float
+    K: int
+    cap: float
+    memory: float | None
+    bandwidth: float
+    pair_a: np.ndarray = None
+    pair_b: np.ndarray = None
+    ends_flat: np.ndarray = None
+    ends_ptr: np.ndarray = None
+    station: object = None
+    atom_of: np.ndarray = None
+
+
+def _bits(mask: int, A: int) -> np.ndarray:
+    """(A,) bool of the bitset."""
+    raw = np.frombuffer(mask.to_bytes((A + 7) // 8 or 1, "little"), dtype=np.uint8)
+    return np.unpackbits(raw, bitorder="little")[:A].astype(bool)
+
+
+def cross_data(m: Model) -> CrossData | None:
+    """The `CrossData` of `m`, or None where it does not apply (CPU blocks, no groups)."""
+    A, G = m.num_atoms, len(m.gsize)
+    if m.typed or G == 0 or A == 0:
+        return None
+    desc, anc = [0] * A, [0] * A
+    for a in range(A - 1, -1, -1):  # atoms are numbered topologically
+        d = 1 << a
+        for s in m.succ[a]:
+            d |= desc[s]
+        desc[a] = d
+    for a in range(A):
+        d = 1 << a
+        p = m.pred[a]
+        while p:
+            low = p & -p
+            d |= anc[low.bit_length() - 1]
+            p ^= low
+        anc[a] = d
+    hulls, pg, px, py, pa, pb, flat, ptr = [], [], [], [], [], [], [], [0]
+    gdn, gup, pairs = [], [], []  # per group: descendants, ancestors of its atoms
+    for g, gm in enumerate(m.gmask):
+        ends, rest = [], gm
+        while rest:
+            low = rest & -rest
+            ends.append(low.bit_length() - 1)
+            rest ^= low
+        dn = up = 0
+        for x in ends:
+            dn |= desc[x]
+            up |= anc[x]
+        gdn.append(dn)
+        gup.append(up)
+        hulls.append((dn, up))  # the G group hulls first, then the pairs (below)
+        flat += ends
+        ptr.append(len(flat))
+        ends = ends[:MAX_ENDS]
+        for i, x in enumerate(ends):
+            for j in range(i + 1, len(ends)):
+                y = ends[j]
+                pairs.append((desc[x] | desc[y], anc[x] | anc[y]))
+                pg.append(g)
+                px.append(i)
+                py.append(j)
+                pa.append(x)
+                pb.append(y)
+    hulls += pairs
+    work = np.asarray(m.work, dtype=np.float64)
+    param = np.asarray(m.param, dtype=np.float64)
+    Hb = np.stack([_bits(dn & up, A) for dn, up in hulls])  # (hulls, A) bool
+    gm = np.stack([_bits(x, A) for x in m.gmask])  # (G, A)
+    touch = (Hb.astype(np.float64) @ gm.T.astype(np.float64)) > 0
+    # per hull and group touching it: the hull grown to hold the group whole
+    rows, cols, grown = [], [], []
+    for h, (dn, up) in enumerate(hulls):
+        for g in np.flatnonzero(touch[h])[:MAX_TOUCH].tolist():
+            rows.append(h)
+            cols.append(g)
+            grown.append(_bits((dn | gdn[g]) & (up | gup[g]), A))
+    cost = _hull_cost(Hb, work, param, m)
+    if rows:
+        Gb = np.stack(grown)
+        base = cost[rows]
+        grown_cost = _hull_cost(Gb, work, param, m)
+        # a hull over the capacity is a conflict by itself: its extras do not matter
+        extra = np.where(np.isfinite(base), grown_cost - np.where(np.isfinite(base),
+                                                                   base, 0.0), 0.0)
+    else:
+        extra = np.zeros(0)
+    D = max(1, int(np.bincount(rows, minlength=len(hulls)).max()) if rows else 1)
+    E = np.full((len(hulls), D), np.inf)
+    Gi = np.full((len(hulls), D), G, dtype=np.int64)  # G: a dummy group of size 0
+    slot = np.zeros(len(hulls), dtype=np.int64)
+    for r, g, e in zip(rows, cols, extra.tolist(), strict=True):
+        E[r, slot[r]], Gi[r, slot[r]] = max(0.0, e), g
+        slot[r] += 1
+    return CrossData(
+        work=Hb.astype(np.float64) @ work, param=Hb.astype(np.float64) @ param,
+        extra=E, extra_group=Gi,
+        pair_group=np.asarray(pg, dtype=np.int64), pair_x=np.asarray(px, dtype=np.int64),
+        pair_y=np.asarray(py, dtype=np.int64),
+        gsize=np.asarray(m.gsize, dtype=np.float64),
+        ends=np.minimum(np.asarray(m.gcount, dtype=np.int64), MAX_ENDS),
+        total_work=float(sum(m.work)), total_param=float(sum(m.param)), K=m.K,
+        cap=m.cap, memory=m.memory, bandwidth=m.bandwidth,
+        pair_a=np.asarray(pa, dtype=np.int64), pair_b=np.asarray(pb, dtype=np.int64),
+        ends_flat=np.asarray(flat, dtype=np.int64), ends_ptr=np.asarray(ptr, dtype=np.int64),
+        station=m.station, atom_of=m.atom_of)
+
+
+def atom_windows(cd: CrossData, T: float, A: int | None = None):
+    """(earliest, latest) block per atom at T from the station windows (the latest of
+    its nodes' earliest, the earliest of their latest), or None without windows."""
+    if cd.station is None or not math.isfinite(T):
+        return None
+    from jaxplace.bounds.station import windows
+
+    lo_n, hi_n = windows(cd.station, T)
+    A = int(cd.atom_of.max()) + 1 if A is None else A
+    lo = np.full(A, -1, dtype=np.int64)
+    hi = np.full(A, np.iinfo(np.int64).max, dtype=np.int64)
+    np.maximum.at(lo, cd.atom_of, lo_n)
+    np.minimum.at(hi, cd.atom_of, hi_n)
+    return lo, hi
+
+
+def _hull_cost(bits: np.ndarray, work: np.ndarray, param: np.ndarray, m: Model
+               ) -> np.ndarray:
+    """Work plus overflow of every row of `bits` (inf above the capacity)."""
+    b = bits.astype(np.float64)
+    p = b @ param
+    c = b @ work
+    if m.memory is not None:
+        c = c + np.maximum(0.0, p - m.memory) / m.bandwidth
+    return np.where(p > m.cap, np.inf, c)
+
+
+def _paid(cd: CrossData, forced: np.ndarray) -> np.ndarray:
+    """(H,) the least a block holding each hull adds for the groups touching it: for
+    some threshold t, it holds whole the groups whose `extra` is <= t (adding at least
+    t of work) and pays the others; a forced group is always paid."""
+    size = np.r_[cd.gsize, 0.0][cd.extra_group]
+    e = np.where(np.r_[forced, False][cd.extra_group], np.inf, cd.extra)
+    order = np.argsort(e, axis=1, kind="stable")
+    e = np.take_along_axis(e, order, 1)
+    size = np.take_along_axis(size, order, 1)
+    after = size[:, ::-1].cumsum(1)[:, ::-1]  # paid when the threshold is below entry j
+    after = np.c_[after[:, 1:], np.zeros(len(e))]
+    best = np.minimum(size.sum(1), np.min(e + after, axis=1))
+    return best
+
+
+def _overflow(cd: CrossData, param: np.ndarray) -> np.ndarray:
+    if cd.memory is None:
+        return np.zeros_like(param)
+    return np.maximum(0.0, param - cd.memory) / cd.bandwidth
+
+
+def crossings(cd: CrossData, T: float, win=None) -> tuple[np.ndarray, np.ndarray]:
+    """(forced (G,) bool, q (G,) int64) at guess T (module doc); `win`: the atoms'
+    windows at T (`atom_windows`) when known."""
+    G = len(cd.gsize)
+    Tc = T * (1 + RTOL) + ATOL
+    base = cd.work + _overflow(cd, cd.param)
+    over_cap = cd.param > cd.cap
+    if win is None:
+        win = atom_windows(cd, T)
+    if win is not None:  # disjoint windows: never in one block (module doc)
+        lo, hi = win
+        starts = cd.ends_ptr[:-1]
+        apart = (np.maximum.reduceat(lo[cd.ends_flat], starts)
+                 > np.minimum.reduceat(hi[cd.ends_flat], starts))
+        pairs = (hi[cd.pair_a] < lo[cd.pair_b]) | (hi[cd.pair_b] < lo[cd.pair_a])
+        over_cap = over_cap | np.r_[apart, pairs]
+    forced = np.zeros(G, dtype=bool)
+    for _ in range(ROUNDS):
+        conflict = over_cap | (base + _paid(cd, forced) > Tc)
+        new = forced | conflict[:G]
+        if (new == forced).all():
+            break
+        forced = new
+    forced = forced | conflict[:G]  # valid whichever round stopped the loop
+    q = np.where(forced, 2, 0).astype(np.int64)
+    hit = np.flatnonzero(conflict[G:])
+    if len(hit):
+        groups = cd.pair_group[hit]
+        xs, ys = cd.pair_x[hit], cd.pair_y[hit]
+        order = np.argsort(groups, kind="stable")
+        groups, xs, ys = groups[order], xs[order], ys[order]
+        starts = np.flatnonzero(np.r_[True, groups[1:] != groups[:-1]])
+        ends = np.r_[starts[1:], len(groups)]
+        for s, e in zip(starts.tolist(), ends.tolist(), strict=True):
+            g = int(groups[s])
+            q[g] = max(q[g], _clique(int(cd.ends[g]), xs[s:e], ys[s:e]))
+    return forced, q
+
+
+def _clique(n: int, xs: np.ndarray, ys: np.ndarray) -> int:
+    """Size of a greedy clique (most conflicts first) of the conflict graph on n atoms."""
+    adj = np.zeros((n, n), dtype=bool)
+    adj[xs, ys] = adj[ys, xs] = True
+    deg = adj.sum(1)
+    chosen: list[int] = []
+    for v in np.argsort(-deg, kind="stable").tolist():
+        if deg[v] == 0:
+            break
+        if all(adj[v, u] for u in chosen):
+            chosen.append(v)
+    return max(len(chosen), 1)
+
+
+def need(cd: CrossData, T: float, q: np.ndarray | None = None) -> float:
+    """What the K blocks must cost in all at guess T (module doc; `q` from
+    `crossings` at T when already known)."""
+    if q is None:
+        _, q = crossings(cd, T)
+    over = 0.0
+    if cd.memory is not None:
+        over = max(0.0, cd.total_param - cd.K * cd.memory) / cd.bandwidth
+    return cd.total_work + over + float(q @ cd.gsize)
+
+
+def refuted(cd: CrossData, T: float) -> bool:
+    """No split of cost <= T exists (the summed bound of the module doc)."""
+    return refuted_by(cd, T)
+
+
+def refuted_by(cd: CrossData, T: float, q: np.ndarray | None = None) -> bool:
+    """`refuted`, with `q` from `crossings` at T when already known (then the
+    caller checks the windows themselves)."""
+    if q is None:
+        win = atom_windows(cd, T)
+        if win is not None and bool((win[0] > win[1]).any()):
+            return True  # the windows alone refute T (the station bound)
+        _, q = crossings(cd, T, win)
+    return cd.K * (T * (1 + RTOL) + ATOL) < need(cd, T, q)
+
+
+def crossing_bound(cd: CrossData | None, lo: float, hi: float, rtol: float = 1e-7) -> float:
+    """The largest T in [lo, hi] that `refuted` refutes (lo when none; lo is assumed a
+    proven bound and hi a cost reached by a split, so hi itself is never refuted; hi =
+    inf: the upper end is found by doubling from lo)."""
+    if cd is None or not math.isfinite(lo) or lo <= 0 or lo >= hi:
+        return lo
+    if not refuted(cd, lo):
+        return lo
+    if not math.isfinite(hi):
+        hi = 2 * lo
+        for _ in range(64):
+            if not refuted(cd, hi):
+                break
+            lo, hi = hi, 2 * hi
+        else:
+            return lo
+    a, b = lo, hi  # a refuted, b not
+    while b - a > rtol * b:
+        mid = 0.5 * (a + b)
+        if refuted(cd, mid):
+            a = mid
+        else:
+            b = mid
+    return a
