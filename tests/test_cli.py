@@ -434,6 +434,13 @@ def test_partition_and_certify_take_the_same_problem_options():
       "--noncontiguous"], "non-contiguous"),
     (["partition", "{g}", "-k", "2", "--objective", "latency"], "needs a cluster"),
     (["partition", "{g}", "-k", "2", "--certify", "--bounds", "nope"], "nope"),
+    # --bounds is the throughput ladder's unless the objective has the bound; never
+    # dropped without a word (checked before the search)
+    (["partition", "{g}", "--cluster", "moirai_inter", "--certify", "--bounds",
+      "ideals"], "bound 'ideals' does not apply to"),
+    (["partition", "{g}", "--cluster", "moirai_inter", "--objective", "latency",
+      "--certify", "--bounds", "bottleneck"], "bound 'bottleneck' does not apply to"),
+    (["partition", "{g}", "-k", "2", "--bounds", "simple"], "--bounds: applies to --certify"),
 ])
 def test_options_an_objective_lacks_are_refused(tmp_path, capsys, argv, match):
     path = _chain(tmp_path)

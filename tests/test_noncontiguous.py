@@ -15,7 +15,7 @@ from brute import (
     min_runs,
 )
 from hypothesis import given, settings
-from strategies import same_cost, tiny_hetero_problems
+from strategies import same_cost, tiny_cpu_block_problems
 
 import jaxplace as jp
 from jaxplace.cost import evaluate_partition
@@ -103,7 +103,7 @@ def test_start_vector_is_feasible_at_its_cost():
 
 
 @settings(max_examples=40)
-@given(tiny_hetero_problems(max_nodes=5, training=True))
+@given(tiny_cpu_block_problems(max_nodes=5, training=True))
 def test_ip_equals_brute_force_over_all_assignments(problem):
     opt, _ = brute_force_noncontiguous(problem)
     if problem.cpus == 0 and not problem.supported.all():
@@ -142,7 +142,7 @@ def _extra_pieces(problem, r) -> int:
 
 
 @settings(max_examples=40)
-@given(tiny_hetero_problems(max_nodes=6, training=True))
+@given(tiny_cpu_block_problems(max_nodes=6, training=True))
 def test_virtual_pieces_are_fewest(problem):
     """On any split (even a random, invalid-for-contiguity one) the pieces are valid and
     as few as the best topological order allows."""
@@ -203,6 +203,8 @@ def test_cli_noncontiguous(tmp_path, capsys):
     assert res["virtual_pieces"]["num_pieces"] == 3
     assert [b["pieces"] for b in res["blocks"]] == [2, 1]
     assert [q["block"] for q in res["virtual_pieces"]["pieces"]] == [0, 1, 0]
+    assert res["ip"]["status"] == "Optimal" and res["ip"]["gap"] == pytest.approx(0.0)
+    assert res["lower_bound"] == pytest.approx(res["ip"]["bound"])
     # the written result loads back (as a non-contiguous split)
     from jaxplace.formats.results import load_assignment
 

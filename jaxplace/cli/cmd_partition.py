@@ -5,10 +5,8 @@ load -> Problem (`args.problem_from_args`: the graph, -k, the cost options, --cl
 incumbent, exit status 130) -> --certify -> the objective's report -> the result JSON
 (`jaxplace.save_result`). Identical accelerators, unequal devices and latency are the
 objectives a Problem resolves to; non-contiguous splits are the search method
-"noncontiguous"; a model config with --cluster is split exactly
-(`partition_cluster`); several inputs or k values are the batched run
-(`partition_many`).
-"""
+"noncontiguous"; a model config with --cluster is split exactly (`partition_cluster`);
+several inputs or k values are the batched run (`partition_many`)."""
 
 from __future__ import annotations
 
@@ -25,6 +23,8 @@ from jaxplace.cli.args import (
     seconds,
     settled,
 )
+from jaxplace.cli.cmd_certify import certify_and_print, default_bounds
+from jaxplace.cli.partition_cluster import is_config_file, run_config_on_cluster
 from jaxplace.cli.runner import Runner, Stopped, search_limit
 from jaxplace.errors import JaxplaceError
 
@@ -33,6 +33,8 @@ DESCRIPTION = ("Search for a partition into at most k pipeline stages, print its
                "table and its ratio to the best lower bound known, and write the result "
                "JSON with -o. Ctrl-C stops the search and keeps the best partition found "
                "(exit status 130).")
+#: What the result JSON's "ip" block keeps of a method that solved its own IP.
+_IP_FIELDS = ("bound", "gap", "status", "nodes", "start_cost", "start_source")
 
 
 def add_arguments(p) -> None:
@@ -69,8 +71,10 @@ def add_arguments(p) -> None:
 
 
 def _search_args(args, obj) -> tuple[argparse.Namespace, dict]:
-    """The arguments with --noncontiguous settled (its IP as the method, a default time
-    limit), and the method options (--policy)."""
+    """The arguments with --noncontiguous settled (its IP, a default time limit) and the
+    method options (--policy); --bounds checked against the objective before searching."""
+    if args.bounds is not None:
+        obj.check_bound_methods(args.bounds)
     options = {}
     if args.policy is not None:
         if not (args.method or "").lower().startswith("policy"):
@@ -115,8 +119,6 @@ def _certify(problem, found, args, runner, remaining: float | None):
     """The Certificate of --certify, or None when interrupted before it finished:
     the planner's proof when it made one, else the bounds (--bounds, or the ones the
     objective picks for the input) sharing what is left of --time-limit."""
-    from jaxplace.cli.cmd_certify import certify_and_print, default_bounds
-
     info = found.info
     if info.get("proved_by") and not args.bounds \
             and found.result.cost <= info.get("proof_lower_bound", 0.0) * (1 + 1e-9):
@@ -179,10 +181,11 @@ def cost_line(obj, cost: float, lower: float, label: str) -> str:
 
 
 def run(args) -> int:
-    from jaxplace.cli.partition_cluster import is_config_file, run_config_on_cluster
     from jaxplace.formats import save_result
 
     check_output(args.output, inputs=[args.file])
+    if args.bounds is not None and not args.certify:  # never dropped without a word
+        raise JaxplaceError("applies to --certify", field="--bounds")
     if args.cluster and is_config_file(args.file):  # a model config: the exact layer DP
         return run_config_on_cluster(args)
     t_start = time.perf_counter()
@@ -213,7 +216,9 @@ def run(args) -> int:
         if args.output:
             proven = proved_by if cost <= lower * (1 + 1e-6) else None
             extra = {"evaluations": found.evaluations, "found_by": found_by, "proved_by": proven,
-                     "policy": found.info.get("policy"), "stopped": found.stopped}
+                     "policy": found.info.get("policy"), "stopped": found.stopped,
+                     "ip": {k: v for k, v in found.info.items() if k in _IP_FIELDS}
+                     if "gap" in found.info else None}  # a method's own IP: --noncontiguous
             save_result(args.output, problem, best, method=found.method, seed=args.seed,
                         lower_bound=lower, source=source, timings=timings, certificate=cert,
                         extra={k: v for k, v in extra.items() if v})

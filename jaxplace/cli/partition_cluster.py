@@ -1,11 +1,11 @@
 """`jaxplace partition config.json --cluster FILE`: a decoder config's layer chain split
 exactly over a cluster's devices and their order (`jaxplace.llm.cluster_split`: roofline
 speeds per device, memory, directed links), a cost model no `Problem` objective has, so
-its JSON is written here: a row per stage (device, layers, time, memory against the
+its result is built here (and written by `formats.results.write_result`, the writer
+under `save_result`): a row per stage (device, layers, time, memory against the
 device's share), `assignment` and `node_ids` for `jaxplace export`, `stage_devices`
 (launch the framework's pipeline ranks in that order) and the DP's `Certificate` (the
-DP is exhaustive: its value is a proven bound).
-"""
+DP is exhaustive: its value is a proven bound)."""
 
 from __future__ import annotations
 
@@ -43,8 +43,8 @@ def _certificate(plan):
 def run_config_on_cluster(args) -> int:
     """Split the config of args.file over --cluster; see the module docstring."""
     from jaxplace.cluster import load_cluster
-    from jaxplace.formats import read_json, write_json
-    from jaxplace.formats.results import FORMAT
+    from jaxplace.formats import read_json
+    from jaxplace.formats.results import FORMAT, write_result
     from jaxplace.llm import cluster_split, layer_graph
     from jaxplace.llm.workload import workload_options
 
@@ -78,7 +78,7 @@ def run_config_on_cluster(args) -> int:
           + ("optimal: " if cert.optimal else "") + "exact DP over splits and device "
           f"orders); stage devices: {', '.join(names)}")
     if args.output:
-        write_json(args.output, {
+        write_result(args.output, {
             "format": FORMAT, "source": args.file, "objective": "throughput",
             "num_nodes": graph.num_nodes, "k": len(rows), "cpus": 0,
             "node_ids": list(graph.node_ids), "assignment": [int(a) for a in plan.assignment],

@@ -19,6 +19,8 @@ import json
 import time
 from pathlib import Path
 
+from jaxplace.cli.cmd_partition import settle_bound
+from jaxplace.cli.runner import Found, Runner
 from jaxplace.cmdline import positive_int, seconds
 from jaxplace.errors import JaxplaceError
 
@@ -40,7 +42,7 @@ def _ks(text: str) -> list[int]:
     return sorted(set(ks), key=ks.index)
 
 
-def add_many_arguments(p) -> None:
+def add_arguments(p) -> None:
     p.add_argument("inputs", nargs="+", metavar="FILE|DIR",
                    help="graph files (node-link JSON, NeurIPS JSON, .onnx) or folders")
     p.add_argument("-k", dest="ks", type=_ks, default=None,
@@ -64,9 +66,6 @@ def add_many_arguments(p) -> None:
     p.add_argument("--ray-cpus", type=positive_int, default=1,
                    help="CPU cores per Ray task")
     p.add_argument("-q", "--quiet", action="store_true", help="no line per result")
-
-
-add_arguments = add_many_arguments
 
 
 def graph_files(inputs) -> list[Path]:
@@ -112,11 +111,9 @@ def output_name(file: Path, k: int, taken: set) -> str:
     return name
 
 
-def run_many(args) -> int:
+def run(args) -> int:
     """The command (see the module doc); 130 after Ctrl-C, else 0."""
     from jaxplace import search_many
-    from jaxplace.cli.cmd_partition import settle_bound
-    from jaxplace.cli.runner import Found, Runner
     from jaxplace.formats import save_result
 
     jobs = load_jobs(graph_files(args.inputs), args.ks)
@@ -163,7 +160,4 @@ def run_many(args) -> int:
     return runner.exit_status()
 
 
-run = run_many
-
-
-__all__ = ["add_many_arguments", "graph_files", "load_jobs", "run_many"]
+__all__ = ["add_arguments", "graph_files", "load_jobs", "run"]

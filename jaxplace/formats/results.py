@@ -92,7 +92,21 @@ def save_result(path: str | os.PathLike, problem: Problem, partition, **kwargs) 
     """Write the result JSON atomically; returns the dict written. The problem's
     objective writes it (`Objective.result_dict`), from a search `Result`, a
     `Partition` or a block per node (`jaxplace.latency.result` for latency)."""
-    data = problem.objective_impl.result_dict(problem, partition, **kwargs)
+    return write_result(path, problem.objective_impl.result_dict(problem, partition,
+                                                                 **kwargs))
+
+
+#: What every result JSON holds: `export` and `certify --partition` read it.
+RESULT_FIELDS = ("format", "method", "assignment", "lower_bound")
+
+
+def write_result(path: str | os.PathLike, data: dict) -> dict:
+    """Write a result dict atomically; returns it. The one writer of results:
+    `save_result` (a Problem's objective builds the dict) and the modes with their own
+    cost model (a model config split over a cluster) both write through it."""
+    missing = [k for k in RESULT_FIELDS if k not in data]
+    if missing:
+        raise JaxplaceError(f"a result needs {', '.join(missing)}", field="result")
     write_json(path, data)
     return data
 
