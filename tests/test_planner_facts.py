@@ -63,3 +63,28 @@ def test_big_graphs_of_every_family_skip_the_exact_step_cheaply(n):
         atoms = build_atoms(p)
         assert 2 ** widest_layer(atoms) > 60_000, model
         assert p.objective_impl.exact_fits(p) is None, model
+
+
+def test_a_graph_too_long_to_count_is_refused_before_its_atoms_are_built(monkeypatch):
+    """Counting over A atoms costs at least A^2 (every level holds an ideal): past the
+    work limit the count refuses from an O(n) lower bound on A, before `build_atoms`
+    (the part that costs tenths of a second at 20,000 ops)."""
+    import jaxplace.exact.dp as dp
+
+    n = 6000
+    chain = jp.CompGraph(np.ones(n), [(i, i + 1) for i in range(n - 1)], np.ones(n),
+                         np.ones(n))
+    p = jp.Problem(chain, 4)
+    assert dp.least_forward_atoms(p) == n
+    assert n * (n + 1) > COUNT_MAX_WORK
+
+    def boom(*a, **k):
+        raise AssertionError("built the atoms")
+
+    monkeypatch.setattr(dp, "build_atoms", boom)
+    assert count_problem_ideals(p, 60_000) is None
+    # the bound holds: a unit without work may merge away, one with work does not
+    g = jp.CompGraph(np.r_[0.0, np.ones(4)], [(0, 1), (1, 2), (2, 3), (3, 4)],
+                     np.zeros(5), np.ones(5))
+    assert dp.least_forward_atoms(jp.Problem(g, 2)) == 4 <= \
+        build_atoms(jp.Problem(g, 2)).num_atoms

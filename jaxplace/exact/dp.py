@@ -304,18 +304,42 @@ ORPHAN_MODES = ("auto", "relax", "full")
 COUNT_MAX_WORK = 3e7
 
 
+def least_forward_atoms(problem: Problem) -> int:
+    """A lower bound on the forward atoms `count_problem_ideals` counts over, in
+    O(n): a placement unit with work that holds a forward node is never merged into
+    another (`atoms`), so it is an atom of its own, and a forward one."""
+    g = problem.graph
+    units = g.units
+    unit_of = np.asarray(units.unit_of)
+    busy = np.bincount(unit_of, weights=g.work, minlength=units.num_units) > 0
+    bwd = g.node_attrs.get("is_backward")
+    fwd = np.ones(units.num_units, bool)
+    if bwd is not None:
+        fwd[:] = False
+        fwd[unit_of[~np.asarray(bwd, dtype=bool)]] = True
+    return int((busy & fwd).sum())
+
+
 def count_problem_ideals(problem: Problem, max_ideals: int = DEFAULT_MAX_IDEALS,
-                         merge: bool = True, max_work: float | None = COUNT_MAX_WORK
-                         ) -> int | None:
+                         merge: bool = True, max_work: float | None = COUNT_MAX_WORK,
+                         deadline: float | None = None) -> int | None:
     """The number of ideals `solve_ideals` enumerates first (those of the forward
     atoms when the problem has orphan backward atoms), or None when above `max_ideals`
-    or when counting them would cost more than `max_work` (see `enumerate_ideals`).
-    A cheap fact: costs at most about `max_ideals` x atoms bytes and `max_work`."""
+    or when counting them would cost more than `max_work` or pass `deadline` (a
+    perf_counter time; give one only under a user's time limit, see
+    `enumerate_ideals`). A cheap fact: costs at most about `max_ideals` x atoms bytes
+    and `max_work`."""
+    if max_work is not None:
+        # every level of the enumeration holds an ideal, so counting over A atoms
+        # costs at least A^2 (`enumerate_ideals`): refuse before building the atoms
+        least = least_forward_atoms(problem)
+        if least * (least + 1) > max_work:
+            return None
     atoms = build_atoms(problem, merge=merge)
     split = split_orphans(problem, atoms)
     try:
         return count_ideals(atoms if split is None else split.forward, max_ideals,
-                            max_work)
+                            max_work, deadline)
     except JaxplaceError as exc:
         if exc.field != "max_ideals":
             raise

@@ -20,6 +20,7 @@ step for J touches only the few tensors cut by J.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -56,50 +57,61 @@ def _preds_in(atoms: Atoms, rows: np.ndarray) -> np.ndarray:
 def widest_layer(atoms: Atoms) -> int:
     """Atoms in the largest layer of equal longest-path depth: an antichain (u below
     v means depth(u) < depth(v)), so the DAG has at least 2 ** width ideals (every
-    subset of an antichain generates its own). O(atoms + edges)."""
+    subset of an antichain generates its own). O(atoms + edges): one pass over the
+    atoms in a topological order (plain lists: deep, narrow graphs such as a
+    transformer's have as many layers as atoms)."""
     A = atoms.num_atoms
     if A == 0:
         return 0
-    counts = np.diff(atoms.pred_ptr)
-    succ_order = np.argsort(atoms.pred_idx, kind="stable")
-    src = np.repeat(np.arange(A), counts)[succ_order]  # successors grouped by pred
-    succ_ptr = np.zeros(A + 1, np.int64)
-    np.cumsum(np.bincount(atoms.pred_idx, minlength=A), out=succ_ptr[1:])
-    indeg = counts.copy()
-    depth = np.zeros(A, np.int64)
-    frontier = np.flatnonzero(indeg == 0)
-    d = 0
-    while len(frontier):
-        depth[frontier] = d
-        nxt = np.concatenate([src[succ_ptr[u]:succ_ptr[u + 1]] for u in frontier]) \
-            if len(frontier) else np.zeros(0, np.int64)
-        np.subtract.at(indeg, nxt, 1)
-        frontier = np.unique(nxt[indeg[nxt] == 0])
-        d += 1
-    return int(np.bincount(depth).max())
+    pred_ptr, pred_idx = atoms.pred_ptr.tolist(), atoms.pred_idx.tolist()
+    succ: list[list[int]] = [[] for _ in range(A)]
+    for v in range(A):
+        for u in pred_idx[pred_ptr[v]:pred_ptr[v + 1]]:
+            succ[u].append(v)
+    indeg = [pred_ptr[v + 1] - pred_ptr[v] for v in range(A)]
+    depth = [0] * A
+    stack = [v for v in range(A) if indeg[v] == 0]
+    while stack:
+        u = stack.pop()
+        du = depth[u] + 1
+        for v in succ[u]:
+            if depth[v] < du:
+                depth[v] = du
+            indeg[v] -= 1
+            if indeg[v] == 0:
+                stack.append(v)
+    return int(np.bincount(np.asarray(depth, np.int64)).max())
 
 
 def enumerate_ideals(atoms: Atoms, max_ideals: int = DEFAULT_MAX_IDEALS,
-                     max_work: float | None = None) -> np.ndarray:
+                     max_work: float | None = None, deadline: float | None = None
+                     ) -> np.ndarray:
     """All ideals of the atom DAG as an (N, A) bool matrix, level by level.
 
     Refuses at once when an antichain (`widest_layer`) proves more than `max_ideals`;
     `max_work` (optional) bounds the enumeration's elementwise work, sum over levels
     of ideals x (atoms + edges), a count, so the refusal does not depend on the
-    machine (about 1e8 per second of one core).
+    machine (about 1e8 per second of one core). `deadline` (a perf_counter time,
+    optional: only under a user's time limit, since it makes the answer depend on
+    the load) is checked after every level.
 
     Raises:
         JaxplaceError: (field "max_ideals") when there are more than `max_ideals`,
             giving the count reached and the level it was reached at, or when the
-            enumeration would cost more than `max_work`.
+            enumeration would cost more than `max_work` or pass `deadline`.
     """
     A = atoms.num_atoms
+    unit = A + len(atoms.pred_idx) + 1
+    if max_work is not None and A * unit > max_work:  # each of the A levels costs
+        # at least one ideal x unit: the limit would stop it, so stop it at once
+        raise JaxplaceError(
+            f"counting the ideals of {A} atoms would cost at least {A * unit:.3g}, over "
+            f"its work limit of {max_work:.3g}", field="max_ideals")
     width = widest_layer(atoms)
     if width < 63 and 2 ** width > max_ideals or width >= 63:
         raise JaxplaceError(
             f"more than {max_ideals:,} ideals: an antichain of {width} atoms has "
             f"2^{width}; use the MIP bounds", field="max_ideals")
-    unit = A + len(atoms.pred_idx) + 1
     level = np.zeros((1, A), dtype=bool)
     levels, total, work = [level], 1, 0
     for size in range(1, A + 1):
@@ -109,6 +121,10 @@ def enumerate_ideals(atoms: Atoms, max_ideals: int = DEFAULT_MAX_IDEALS,
                 f"counting the ideals stopped after {total:,} (up to size {size - 1} "
                 f"of {A} atoms): over its work limit of {max_work:.3g}",
                 field="max_ideals")
+        if deadline is not None and time.perf_counter() >= deadline:
+            raise JaxplaceError(
+                f"counting the ideals stopped after {total:,} (up to size {size - 1} "
+                f"of {A} atoms): out of its time", field="max_ideals")
         ready = ~level & _preds_in(atoms, level)
         rows, cols = np.nonzero(ready)
         # an ideal of `size` atoms comes from at most `size` parents: refuse before
@@ -131,9 +147,9 @@ def enumerate_ideals(atoms: Atoms, max_ideals: int = DEFAULT_MAX_IDEALS,
 
 
 def count_ideals(atoms: Atoms, max_ideals: int = DEFAULT_MAX_IDEALS,
-                 max_work: float | None = None) -> int:
+                 max_work: float | None = None, deadline: float | None = None) -> int:
     """Number of ideals (raises like `enumerate_ideals` above the limits)."""
-    return len(enumerate_ideals(atoms, max_ideals, max_work))
+    return len(enumerate_ideals(atoms, max_ideals, max_work, deadline))
 
 
 @dataclass(frozen=True, eq=False)
