@@ -14,6 +14,7 @@ import numpy as np
 from jaxplace.errors import JaxplaceError
 from jaxplace.objectives.api import simple_lower_bound
 from jaxplace.problem import Problem
+from jaxplace.units import ordering_edges
 
 
 @dataclass(frozen=True, eq=False)
@@ -114,8 +115,6 @@ def quotient_order(problem: Problem, a: np.ndarray) -> np.ndarray:
     """A topological order of the blocks; raises naming an edge on a quotient cycle.
 
     Only ordering edges count (for training graphs, the forward ones)."""
-    from jaxplace.units import ordering_edges
-
     g, k = problem.graph, problem.num_blocks
     edges = ordering_edges(g)
     bu, bv = a[edges[:, 0]], a[edges[:, 1]]

@@ -30,7 +30,9 @@ from jaxplace.bounds.registry import (
 )
 from jaxplace.cost import evaluate_partition
 from jaxplace.errors import JaxplaceError
+from jaxplace.objectives.registry import objective_of
 from jaxplace.problem import Problem
+from jaxplace.reference import decode_reference
 
 __all__ = ["DEFAULT_METHODS", "METHODS", "MIP_METHODS", "OPTIMAL_RTOL", "Certificate",
            "MethodResult", "as_assignment", "certify", "certify_ladder", "sample_partition"]
@@ -140,8 +142,6 @@ def sample_partition(problem: Problem, samples: int = 64, seed: int = 0,
     Returns:
         (assignment (n,) int64, cost).
     """
-    from jaxplace.reference import decode_reference
-
     rng = np.random.default_rng(seed)
     t0 = time.perf_counter()
     best = decode_reference(problem, np.zeros(problem.n))
@@ -238,8 +238,6 @@ def certify(problem: Problem, partition=None, methods=None, *,
     `bound_methods`; a method they do not support is a JaxplaceError, never a bound
     computed under another objective).
     """
-    from jaxplace.objectives.registry import objective_of
-
     obj = objective_of(problem)
     settings = dict(time_limit=time_limit, threads=threads, mip_rel_gap=mip_rel_gap,
                     progress=progress, samples=samples, seed=seed)

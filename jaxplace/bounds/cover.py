@@ -38,6 +38,7 @@ from jaxplace.bounds.base import BoundContext, MethodResult, skipped, unmodelled
 from jaxplace.cost import quotient_order, throughput_lower_bound
 from jaxplace.highs import INF, SCHEDULER, set_option, solve_arrays
 from jaxplace.problem import Problem
+from jaxplace.reference import kahn, segment_cost_columns
 from jaxplace.units import ordering_edges
 
 ART_COST = 10.0  # cost of the artificial column of each node (caps its dual at 10)
@@ -316,8 +317,6 @@ class _Pool:
 def segment_sets(problem: Problem, order: np.ndarray, z: float) -> np.ndarray:
     """(m, n) bool: for each start l, the longest segment of `order` from l costing at
     most z (plain graphs: every segment of a topological order is convex)."""
-    from jaxplace.reference import segment_cost_columns
-
     n = problem.n
     last = np.full(n, -1)
     for r, col in segment_cost_columns(problem, order):
@@ -576,8 +575,6 @@ def _seed_pool(pool: _Pool, problem: Problem, z: float, orders: list) -> None:
 
 
 def _orders(problem: Problem, assignment, count: int, seed: int) -> list:
-    from jaxplace.reference import kahn
-
     rng = np.random.default_rng(seed)
     out = [] if assignment is None else [_partition_order(problem, assignment)]
     out += [kahn(problem.graph, rng.random(problem.n)) for _ in range(count)]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 
+from jaxplace.cli.runner import Runner, Stopped
 from jaxplace.errors import JaxplaceError
 
 HELP = "run a benchmark and print its figures"
@@ -30,7 +31,6 @@ def add_arguments(p) -> None:
 
 def run(args) -> int:
     from jaxplace.bench import BENCHES
-    from jaxplace.cli.runner import Runner, Stopped
 
     if args.bench is None:
         raise JaxplaceError(f"give a benchmark NAME: {', '.join(BENCHES)}")

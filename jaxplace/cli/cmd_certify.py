@@ -15,6 +15,7 @@ from jaxplace.cli.args import (
     problem_from_args,
     seconds,
 )
+from jaxplace.cli.runner import Runner, Stopped
 from jaxplace.errors import JaxplaceError
 
 HELP = "bound the optimum from below (HiGHS) and certify a partition"
@@ -83,7 +84,6 @@ def default_bounds(problem, mips=None) -> tuple[tuple[str, ...], str]:
 
 def run(args) -> int:
     from jaxplace.bounds import DEFAULT_METHODS
-    from jaxplace.cli.runner import Runner, Stopped
     from jaxplace.formats import save_result
     from jaxplace.formats.results import load_assignment
 

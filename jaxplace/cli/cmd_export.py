@@ -4,7 +4,7 @@ JSON plan."""
 
 from __future__ import annotations
 
-from jaxplace.cli.args import add_output_arg, check_output, dims_from_args
+from jaxplace.cli.args import add_output_arg, check_output, dims_from_args, note
 from jaxplace.errors import JaxplaceError
 
 HELP = "export a result's stages: ONNX files, JSON, Megatron-LM, DeepSpeed, vLLM, torch, JAX"
@@ -99,7 +99,6 @@ def _onnx(args, dims) -> int:
 
 
 def _fewer_note(path, stages: int, result=None) -> None:
-    from jaxplace.cli.args import note
     from jaxplace.formats import read_json
 
     result = read_json(path) if result is None else result

@@ -12,6 +12,7 @@ from jaxplace.cli.args import (
     check_output,
     model_options,
 )
+from jaxplace.cli.runner import Runner, Stopped
 from jaxplace.errors import JaxplaceError
 
 HELP = "import a model file (.onnx) as a costed computation graph"
@@ -54,8 +55,6 @@ def _list_devices() -> int:
 
 
 def run(args) -> int:
-    from jaxplace.cli.runner import Runner, Stopped
-
     if args.list_devices:
         return _list_devices()
     if not args.model:

@@ -11,8 +11,9 @@ from __future__ import annotations
 import argparse
 import os
 
-from jaxplace.cli.args import add_output_arg, check_output, positive_int
+from jaxplace.cli.args import add_output_arg, check_output, dims_from_args, positive_int
 from jaxplace.errors import JaxplaceError
+from jaxplace.jsonio import write_json
 
 HELP = "split CNN layers across devices (rows, columns or channels, with halos)"
 DESCRIPTION = ("Spatial (intra-layer) plan of a CNN, BBGraP-style: every layer's output "
@@ -85,7 +86,6 @@ def load_layers(args):
     if os.path.exists(model) or model.lower().endswith(".onnx"):
         if args.size is not None:
             raise JaxplaceError("--size applies to built-in models only", field="--size")
-        from jaxplace.cli.args import dims_from_args
         from jaxplace.spatial.load import layers_from_onnx
 
         if os.path.isdir(model):
@@ -168,7 +168,6 @@ def print_summary(doc: dict) -> None:
 
 
 def run(args) -> int:
-    from jaxplace.jsonio import write_json
     from jaxplace.spatial.api import plan_spatial, to_json
 
     check_output(args.output, inputs=[args.model])

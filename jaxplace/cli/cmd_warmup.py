@@ -25,6 +25,9 @@ from __future__ import annotations
 
 import time
 
+from jaxplace.compile_cache import cache_path, enable_compile_cache, plain_python_env
+from jaxplace.errors import JaxplaceError
+
 HELP = "precompile the common search programs into the persistent compilation cache"
 
 
@@ -114,11 +117,7 @@ def run(args) -> int:
     import subprocess
     import sys
 
-    from jaxplace.compile_cache import cache_path, plain_python_env
-
     if cache_path() is None and not args.dry_run:
-        from jaxplace.errors import JaxplaceError
-
         raise JaxplaceError("the compilation cache is off (JAXPLACE_CACHE_DIR is empty): "
                             "nothing to warm", field="JAXPLACE_CACHE_DIR")
     code = 0
@@ -144,7 +143,6 @@ def _argv(args) -> list[str]:
 def warm(args) -> int:
     """Compile the planned programs in this process (see the module doc)."""
     from jaxplace.bench.compiles import SEARCH_PROGRAMS, count_compiles
-    from jaxplace.compile_cache import enable_compile_cache
 
     path = enable_compile_cache()
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]

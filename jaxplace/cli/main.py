@@ -18,6 +18,7 @@ import importlib
 import sys
 
 from jaxplace.cli.runner import EXIT_INTERRUPTED, worker_alive
+from jaxplace.compile_cache import enable_compile_cache
 from jaxplace.errors import JaxplaceError
 
 COMMANDS = {
@@ -176,8 +177,6 @@ def _main(argv: list[str] | None) -> int:
         parser.print_help()
         return EXIT_BAD_INPUT
     _host_devices()
-    from jaxplace.compile_cache import enable_compile_cache
-
     enable_compile_cache()  # JAXPLACE_CACHE_DIR; empty: off
     try:
         code = int(command_module(args.command).run(args) or 0)

@@ -11,6 +11,7 @@ import jax
 import numpy as np
 
 from jaxplace.objectives.api import simple_lower_bound
+from jaxplace.objectives.registry import objective_of
 from jaxplace.problem import Problem
 from jaxplace.search.driver import Run
 from jaxplace.search.result import History, Result
@@ -59,8 +60,6 @@ class SearchRequest:
     @cached_property
     def objective(self):
         """The problem's `jaxplace.objectives.Objective`: it answers everything below."""
-        from jaxplace.objectives.registry import objective_of
-
         return objective_of(self.problem)
 
     @cached_property

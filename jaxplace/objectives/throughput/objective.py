@@ -14,7 +14,9 @@ import time
 
 import numpy as np
 
+from jaxplace.errors import JaxplaceError
 from jaxplace.objectives.base import FEATURES, OPTIONS, ExactAnswer, Objective, as_partition
+from jaxplace.reference import decode_reference, kahn
 
 #: Graphs with at most this many ideals get the DP over ideals first (it proves the
 #: optimum in well under a second at a few thousand ideals, seconds at tens of
@@ -37,8 +39,6 @@ class Throughput(Objective):
     def validate(self, problem) -> None:
         """A uniform cluster sets k and, where the graph's parameters are bytes, the
         capacity: a block must fit a device's memory."""
-        from jaxplace.errors import JaxplaceError
-
         c = problem.cluster
         if c is None:
             return
@@ -77,8 +77,6 @@ class Throughput(Objective):
 
     def decode(self, problem, x, *, precision: str = "float32", **settings):
         if precision == "reference":  # the float64 NumPy decoder: nothing compiles
-            from jaxplace.reference import decode_reference
-
             X = np.asarray(x, np.float32)
             parts = [decode_reference(problem, r[:problem.n]) for r in np.atleast_2d(X)]
             return parts[0] if X.ndim == 1 else parts
@@ -112,7 +110,6 @@ class Throughput(Objective):
 
     # -- proofs --------------------------------------------------------------------
     def start_partition(self, problem):
-        from jaxplace.reference import decode_reference
         from jaxplace.search.baselines import dfs_order, order_to_priorities
 
         return decode_reference(problem, order_to_priorities(dfs_order(problem.graph)))
@@ -131,7 +128,6 @@ class Throughput(Objective):
 
     def exact(self, problem, *, time_limit: float, upper_bound: float | None = None,
               partition=None) -> ExactAnswer | None:
-        from jaxplace.errors import JaxplaceError
         from jaxplace.exact.dp import solve_ideals
 
         t0 = time.perf_counter()
@@ -207,7 +203,6 @@ class Throughput(Objective):
 
     def finish(self, req, method: str, x, evaluations: int, history, interrupted: bool,
                info: dict | None = None):
-        from jaxplace.reference import decode_reference, kahn
         from jaxplace.search.result import Result
 
         x = np.asarray(x, np.float32)[:req.problem.n]
