@@ -307,6 +307,29 @@ def test_registry_is_the_ladder():
         BOUNDS["mine"] = BOUNDS["simple"]  # immutable: register in a copy
 
 
+def test_deferred_rungs_load_on_first_use():
+    """The ladder's rungs defined in a later import layer (jaxplace.exact) load by name:
+    importing the registry and listing the MIP rungs loads nothing of exact; a loaded
+    rung must be of the kind it was registered as."""
+    import subprocess
+    import sys
+
+    from jaxplace.bounds.registry import Deferred, Ladder
+    from jaxplace.bounds.simple import SimpleBound
+
+    code = ("import sys\nfrom jaxplace.bounds.registry import BOUNDS, MIP_METHODS\n"
+            "print(sorted(m for m in sys.modules if m.startswith('jaxplace.exact')), "
+            "BOUNDS.kind('bbr'))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.stdout.split() == ["[]", "dp"], out.stderr
+    ideals = Deferred("jaxplace.exact.bound:IdealsBound", "ideals", "dp")
+    ladder_ = Ladder((SimpleBound("simple"), ideals))
+    assert list(ladder_) == ["simple", "ideals"] and ladder_.kind("ideals") == "dp"
+    assert ladder_["ideals"].name == "ideals" and ladder_["ideals"] is ladder_["ideals"]
+    with pytest.raises(TypeError, match="registered as 'mip'"):
+        Ladder((Deferred("jaxplace.exact.bound:IdealsBound", "ideals", "mip"),))["ideals"]
+
+
 @dataclass(frozen=True)
 class _HalfUpper:
     """A (valid) dummy bound: half the best partition's cost, from the context."""
