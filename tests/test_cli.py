@@ -450,6 +450,25 @@ def test_options_an_objective_lacks_are_refused(tmp_path, capsys, argv, match):
     assert not out.exists()
 
 
+@pytest.mark.parametrize("flags, match", [
+    (["--memory", "3"], "--memory"), (["--objective", "latency"], "--objective"),
+    (["--method", "dfs"], "--method"), (["--certify", "--bounds", "simple"], "--bounds"),
+])
+def test_config_on_cluster_refuses_options_it_does_not_take(tmp_path, capsys, flags, match):
+    """A model config on a cluster is split by the exact layer DP, with the config's and
+    the cluster's costs: any other cost or search option is refused, not dropped."""
+    config = tmp_path / "tiny.json"
+    config.write_text(json.dumps({
+        "model_type": "llama", "hidden_size": 256, "intermediate_size": 688,
+        "num_hidden_layers": 4, "num_attention_heads": 4, "num_key_value_heads": 2,
+        "vocab_size": 32000, "max_position_embeddings": 512}))
+    out = tmp_path / "r.json"
+    assert main(["partition", str(config), "--cluster", "moirai_intra", *flags, "-q",
+                 "-o", str(out)]) == 2
+    _one_line_error(capsys, f"{match}: does not apply to a model config on a cluster")
+    assert not out.exists()
+
+
 def test_objective_keeps_the_settled_k(tmp_path, capsys):
     path = _chain(tmp_path)  # 6 placement units
     assert main(["partition", str(path), "-k", "1000000", "--objective", "throughput",

@@ -139,8 +139,8 @@ def _certify(problem, found, args, runner, remaining: float | None):
     try:
         return runner.call(lambda: certify_and_print(
             problem, getattr(found.result, "partition", found.result), methods=methods,
-            time_limit=per_method,
-            threads=args.threads, mip_rel_gap=1e-6, seed=args.seed, quiet=args.quiet))
+            time_limit=per_method, threads=args.threads, mip_rel_gap=1e-6, seed=args.seed,
+            quiet=args.quiet))
     except Stopped:
         return None
 
@@ -171,13 +171,6 @@ def _header(source: str, problem, found) -> str:
             + (f"policy={policy} " if policy else "")
             + f"evaluations={found.evaluations} time={found.elapsed:.2f}s"
             + (f" ({found.stopped})" if found.stopped else ""))
-
-
-def cost_line(obj, cost: float, lower: float, label: str) -> str:
-    """`bottleneck C   lower bound L (label)   ratio R` in the objective's words."""
-    ratio = f"{cost / lower:.4f}" if lower > 0 else "n/a (bound 0)"
-    return (f"{obj.cost_name} {obj.format_cost(cost)}   lower bound "
-            f"{obj.format_cost(lower)} ({label})   ratio {ratio}")
 
 
 def run(args) -> int:
@@ -212,7 +205,9 @@ def run(args) -> int:
         for line in obj.report(problem, best, cert):
             print(line, flush=True)
         lower, label, proved_by = settle_bound(problem, found, cert)
-        print(cost_line(obj, cost, lower, label))
+        ratio = f"{cost / lower:.4f}" if lower > 0 else "n/a (bound 0)"
+        print(f"{obj.cost_name} {obj.format_cost(cost)}   lower bound "
+              f"{obj.format_cost(lower)} ({label})   ratio {ratio}")
         if args.output:
             proven = proved_by if cost <= lower * (1 + 1e-6) else None
             extra = {"evaluations": found.evaluations, "found_by": found_by, "proved_by": proven,

@@ -1,11 +1,11 @@
 """`jaxplace partition config.json --cluster FILE`: a decoder config's layer chain split
 exactly over a cluster's devices and their order (`jaxplace.llm.cluster_split`: roofline
 speeds per device, memory, directed links), a cost model no `Problem` objective has, so
-its result is built here (and written by `formats.results.write_result`, the writer
-under `save_result`): a row per stage (device, layers, time, memory against the
-device's share), `assignment` and `node_ids` for `jaxplace export`, `stage_devices`
-(launch the framework's pipeline ranks in that order) and the DP's `Certificate` (the
-DP is exhaustive: its value is a proven bound)."""
+its result is built here (written by `formats.results.write_result`, as `save_result`'s
+are): a row per stage (device, layers, time, memory against the device's share),
+`assignment` and `node_ids` for `jaxplace export`, `stage_devices` (the framework's
+pipeline ranks in that order) and the DP's `Certificate` (exhaustive: a proven bound).
+"""
 
 from __future__ import annotations
 
@@ -14,13 +14,13 @@ import sys
 import numpy as np
 
 from jaxplace.errors import JaxplaceError
+from jaxplace.jsonio import read_json
 
 
 def is_config_file(path: str | None) -> bool:
     """A JSON file holding a Hugging Face-style decoder config."""
     if not path or not str(path).lower().endswith(".json"):
         return False
-    from jaxplace.formats import read_json
     from jaxplace.llm.config import is_hf_config
 
     try:
@@ -40,10 +40,20 @@ def _certificate(plan):
                        settings={"orders": plan.orders_tried, "time_unit": "us"})
 
 
+#: `partition` options the exact layer DP does not take: one line, exit 2 when set
+#: (--objective throughput is what it computes).
+NOT_TAKEN = ("objective", "bandwidth", "memory", "capacity", "device", "peak_tflops",
+             "mem_bw", "link_bw", "launch_us", "coarsen", "dim", "method", "policy", "budget",
+             "noncontiguous", "bounds")
+
+
 def run_config_on_cluster(args) -> int:
     """Split the config of args.file over --cluster; see the module docstring."""
+    given = [o for o in NOT_TAKEN if getattr(args, o, None) not in (None, False, [], "throughput")]
+    if given:
+        raise JaxplaceError("does not apply to a model config on a cluster (split by the "
+                            "exact layer DP)", field="--" + given[0].replace("_", "-"))
     from jaxplace.cluster import load_cluster
-    from jaxplace.formats import read_json
     from jaxplace.formats.results import FORMAT, write_result
     from jaxplace.llm import cluster_split, layer_graph
     from jaxplace.llm.workload import workload_options

@@ -1,15 +1,15 @@
 """`jaxplace partition-many FILE... | DIR -k 2,4,8`: many problems in one batched run.
 
-Every graph file given (or found in a folder: .json and .onnx, sorted) is searched
-for every k of `-k` by one `jp.search_many` call: problems are bucketed by padded
-size, each bucket one compiled program. As each problem finishes its result JSON is
-written to the output folder (`<file stem>.k<k>.json`, the format of `jaxplace
-partition -o`) and a line is appended to the JSONL summary (file, k, cost, lower
-bound, ratio, evaluations, seconds, interrupted, output). `--ray ADDRESS` runs the
-buckets as Ray tasks on a cluster (`--ray local`: a local one).
+Every graph file given (or found in a folder: .json and .onnx, sorted) is searched for
+every k of `-k` by one `jp.search_many` call: problems are bucketed by padded size, each
+bucket one compiled program. As each problem finishes its result JSON is written to the
+output folder (`<file stem>.k<k>.json`, the format of `jaxplace partition -o`) and a line
+is appended to the JSONL summary (file, k, cost, lower bound, ratio, evaluations,
+seconds, interrupted, output). `--ray ADDRESS` runs the buckets as Ray tasks on a
+cluster (`--ray local`: a local one).
 
-Ctrl-C stops the run: every finished result is kept, every unfinished problem
-writes its best so far (marked interrupted in the summary); exit status 130.
+Ctrl-C stops the run: every finished result is kept, every unfinished problem writes its
+best so far (marked interrupted in the summary); exit status 130.
 """
 
 from __future__ import annotations

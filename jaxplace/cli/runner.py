@@ -1,20 +1,17 @@
 """The CLI's one path for Ctrl-C, deadlines and progress bars around long work.
 
-Long work (search, certify, benchmarks, model import) runs in a worker thread while
-the main thread waits in short joins, so the main thread stays responsive even while
-the worker sits in a long C call (XLA compilation, a HiGHS solve) that would delay
-Python's signal handler.
+Long work (search, certify, benchmarks, model import) runs in a worker thread while the
+main thread waits in short joins, so it stays responsive even while the worker sits in a
+long C call (XLA compilation, a HiGHS solve) that would delay Python's signal handler.
 
-- First Ctrl-C: set `Runner.cancel` (a search stops after its current compiled
-  chunk), wait at most `grace` seconds for the worker to return; if it does not,
-  `call` raises `Stopped` carrying the last progress report (with the best priority
-  vector so far), which `Runner.search` decodes: the command prints and writes it
-  before exiting 130.
+- First Ctrl-C: set `Runner.cancel` (a search stops after its current compiled chunk),
+  wait at most `grace` seconds for the worker to return; if it does not, `call` raises
+  `Stopped` carrying the last progress report (with the best priority vector so far),
+  which `Runner.search` decodes: the command prints and writes it before exiting 130.
 - Second Ctrl-C: KeyboardInterrupt in the main thread; the CLI exits 130 at once.
   Outputs are written atomically (temp file + rename), so none is half-written.
 - A first Ctrl-C between calls (while the command prints or writes) only sets
-  `interrupted`: the command finishes its short work, skips further long work and
-  exits 130.
+  `interrupted`: the command finishes its short work, skips further long work, exits 130.
 - Deadline (`call(..., deadline=s)`): the same as a first Ctrl-C at `s` seconds, but
   only gives up on the worker when a solution exists; the command exits 0.
 
@@ -166,10 +163,9 @@ class Runner:
 
     def search(self, problem, args, *, time_limit: float | None = None,
                options: dict | None = None) -> Found | None:
-        """`jaxplace.search(problem, args.method, ...)` with the command's budget, seed
-        and time limit, run under this runner; None when Ctrl-C came before a first
-        solution. `time_limit`: the search's share of --time-limit (default: all of
-        it); `options`: method keywords."""
+        """`jaxplace.search(problem, args.method, ...)` under this runner, with the command's
+        budget and seed, `time_limit` (the search's share of --time-limit; default all of
+        it) and method keywords `options`; None when Ctrl-C came before a first solution."""
         from jaxplace.search import StopRule, search
 
         obj = problem.objective_impl
