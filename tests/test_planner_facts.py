@@ -88,3 +88,17 @@ def test_a_graph_too_long_to_count_is_refused_before_its_atoms_are_built(monkeyp
                      np.zeros(5), np.ones(5))
     assert dp.least_forward_atoms(jp.Problem(g, 2)) == 4 <= \
         build_atoms(jp.Problem(g, 2)).num_atoms
+
+
+def test_under_a_time_limit_the_count_also_stops_at_its_deadline():
+    """A deadline (the planner gives one only under the user's time limit: 2% of it)
+    ends the count like its limits do; without one the answer is the count."""
+    import time
+
+    n = 300
+    chain = jp.CompGraph(np.ones(n), [(i, i + 1) for i in range(n - 1)], np.ones(n),
+                         np.ones(n))
+    p = jp.Problem(chain, 4)
+    assert count_problem_ideals(p, 60_000) == n + 1
+    assert count_problem_ideals(p, 60_000, deadline=time.perf_counter() - 1) is None
+    assert p.objective_impl.exact_fits(p, deadline=time.perf_counter() - 1) is None
