@@ -26,7 +26,7 @@ from jaxplace.cost import simple_lower_bound
 from jaxplace.errors import JaxplaceError
 from jaxplace.exact import solve_ideals
 from jaxplace.exact.bbr import feasible, solve_bbr
-from jaxplace.exact.bbr_bound import BbrBound, bbr_exact
+from jaxplace.exact.bbr_bound import BbrBound, CrossBound, bbr_exact
 from jaxplace.exact.bbr_cross import crossing_bound, crossings, refuted
 from jaxplace.exact.bbr_model import build_model
 from jaxplace.exact.bbr_search import Memo
@@ -176,6 +176,20 @@ def test_crossing_bound_below_the_dp_and_raises_the_bound():
     assert gains > 0
 
 
+def test_cross_rung():
+    """The closed-form `CrossBound` rung: valid, above the simple bound on a 24-node
+    DAG at k = 12, skipped (bound 0) with CPU blocks."""
+    problem = jp.Problem(small_graph(0), 12)
+    opt = solve_ideals(problem, search=False).cost
+    r = CrossBound().run(problem, BoundContext(time_limit=10, upper_bound=opt))
+    assert simple_lower_bound(problem) * 1.01 < r.bound <= opt * (1 + 1e-9)
+    assert r.kind == "closed-form" and r.status == "closed form"
+    g = jp.CompGraph([1.0, 2.0], [(0, 1)], [0.0, 0.0], [1.0, 0.0],
+                     node_attrs={"cpu_latency": np.array([3.0, 3.0])})
+    r = CrossBound().run(jp.Problem(g, 2, cpus=1), BoundContext(time_limit=10))
+    assert r.bound == 0.0 and r.status.startswith("skipped")
+
+
 def test_memo_is_bounded():
     memo = Memo(max_entries=2)
     for i in range(5):
@@ -217,7 +231,7 @@ def test_exact_answer_and_planner_option(monkeypatch):
     ans = bbr_exact(problem, time_limit=60)
     assert ans.proven and same_cost(ans.cost, opt) and ans.method == "bbr"
     obj = problem.objective_impl
-    monkeypatch.setattr(type(obj), "exact_fits", lambda self, p: None)
+    monkeypatch.setattr(type(obj), "exact_fits", lambda self, p, **kw: None)
     res = jp.search(problem, time_limit=60, exact="bbr", progress=False)
     assert res.info.get("proved_by") == "bbr" and same_cost(res.cost, opt)
     assert res.info["exact"] == "option exact='bbr'"

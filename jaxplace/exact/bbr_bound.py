@@ -5,6 +5,8 @@
   refuted (or the bound it started from), a better partition comes back as the
   result's `assignment`, and a refutation just under the best partition's cost proves
   it optimal. Valid for CPU blocks and CPU-only ops too.
+- `CrossBound` (a closed-form rung, not registered here): the forced-crossings bound
+  of `bbr_cross` alone, in milliseconds; 0 ("skipped") with CPU blocks.
 - `bbr_exact`: the same as the planner's exact step (`jaxplace.search.planner`, option
   `exact="bbr"`), answering an `ExactAnswer`.
 """
@@ -44,6 +46,33 @@ class BbrBound:
                             gap=gap, kind=self.kind, nodes=res.nodes,
                             solves=len(res.checks),
                             assignment=res.assignment if res.found else None)
+
+
+@dataclass(frozen=True)
+class CrossBound:
+    """The forced-crossings bound (`bbr_cross.crossing_bound`) as a ladder method:
+    bisection between the simple bound and the best partition known."""
+
+    name: str = "cross"
+    kind: str = "closed-form"
+
+    def run(self, problem: Problem, context: BoundContext) -> MethodResult:
+        from jaxplace.cost import simple_lower_bound
+        from jaxplace.exact.bbr_cross import crossing_bound
+        from jaxplace.exact.bbr_model import build_model
+
+        t0 = time.perf_counter()
+        L = float(simple_lower_bound(problem))
+        if not math.isfinite(L):
+            return MethodResult(self.name, math.inf, "Infeasible",
+                                time.perf_counter() - t0, kind=self.kind)
+        model = build_model(problem)
+        if model.cross is None:
+            return MethodResult(self.name, 0.0, "skipped: CPU blocks pay no transfers",
+                                time.perf_counter() - t0, kind=self.kind)
+        bound = crossing_bound(model.cross, L, context.upper_bound)
+        return MethodResult(self.name, bound, "closed form", time.perf_counter() - t0,
+                            kind=self.kind)
 
 
 def bbr_exact(problem: Problem, *, time_limit: float, upper_bound: float | None = None,

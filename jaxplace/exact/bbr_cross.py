@@ -34,7 +34,7 @@ it). CPU blocks pay no transfers, so none of this applies when CPUs may be used.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -46,6 +46,14 @@ MAX_ENDS = 48
 
 #: Groups touching a hull that its cost bound looks at (any subset is valid).
 MAX_TOUCH = 64
+
+#: Bit matrices (hulls x atoms) are kept near this many cells: past it no more pair
+#: hulls are added and the groups each hull looks at are cut, and a graph whose group
+#: hulls alone exceed it gets no crossings (None).
+MAX_CELLS = 8_000_000
+
+#: Branch-and-bound nodes for the whole-groups independent set (its dual bound is used).
+MWIS_NODES = 200
 
 #: Rounds of the forced-set fixpoint (each only adds groups; the bound is valid after
 #: any number of rounds).
@@ -64,6 +72,8 @@ class CrossData:
       positions of its two atoms in the group's atom list.
     - `gsize`: (G,) group sizes / B; `ends`: (G,) atoms per group (capped at MAX_ENDS
       for the pairs); `total_work`, `total_param`, `K`, `cap`, `memory`, `bandwidth`.
+    - `group_a`, `group_b`: the two groups of every group pair hull (the last rows:
+      groups whose hulls share an atom);
     - `pair_a`, `pair_b`: the two atoms of every pair; `ends_flat`, `ends_ptr`: the
       atoms of every group (CSR); `station`, `atom_of`: the station windows' data and
       the atom of every node (None: no windows).
@@ -90,6 +100,9 @@ class CrossData:
     ends_ptr: np.ndarray = None
     station: object = None
     atom_of: np.ndarray = None
+    group_a: np.ndarray = None
+    group_b: np.ndarray = None
+    whole_memo: dict = field(default_factory=dict)  # (q, apart) -> `_whole_most`
 
 
 def _bits(mask: int, A: int) -> np.ndarray:
@@ -118,6 +131,9 @@ def cross_data(m: Model) -> CrossData | None:
             p ^= low
         anc[a] = d
     hulls, pg, px, py, pa, pb, flat, ptr = [], [], [], [], [], [], [], [0]
+    if G * A > MAX_CELLS:
+        return None
+    max_pairs = MAX_CELLS // A - G  # pairs past it are left out (any subset is valid)
     gdn, gup, pairs = [], [], []  # per group: descendants, ancestors of its atoms
     for g, gm in enumerate(m.gmask):
         ends, rest = [], gm
@@ -134,7 +150,7 @@ def cross_data(m: Model) -> CrossData | None:
         hulls.append((dn, up))  # the G group hulls first, then the pairs (below)
         flat += ends
         ptr.append(len(flat))
-        ends = ends[:MAX_ENDS]
+        ends = ends[:MAX_ENDS] if len(pairs) < max_pairs else []
         for i, x in enumerate(ends):
             for j in range(i + 1, len(ends)):
                 y = ends[j]
@@ -145,6 +161,15 @@ def cross_data(m: Model) -> CrossData | None:
                 pa.append(x)
                 pb.append(y)
     hulls += pairs
+    # pairs of groups whose hulls share an atom: both held whole means one block holds
+    # both hulls (their union hull)
+    gh = np.stack([_bits(dn & up, A) for dn, up in hulls[:G]]).astype(np.float64)
+    ov = np.triu((gh @ gh.T) > 0, 1)
+    ga, gb = np.nonzero(ov)
+    keep = max(0, MAX_CELLS // A - len(hulls))
+    ga, gb = ga[:keep], gb[:keep]
+    hulls += [(gdn[a] | gdn[b], gup[a] | gup[b]) for a, b in zip(ga.tolist(), gb.tolist(),
+                                                                 strict=True)]
     work = np.asarray(m.work, dtype=np.float64)
     param = np.asarray(m.param, dtype=np.float64)
     Hb = np.stack([_bits(dn & up, A) for dn, up in hulls])  # (hulls, A) bool
@@ -152,8 +177,9 @@ def cross_data(m: Model) -> CrossData | None:
     touch = (Hb.astype(np.float64) @ gm.T.astype(np.float64)) > 0
     # per hull and group touching it: the hull grown to hold the group whole
     rows, cols, grown = [], [], []
-    for h, (dn, up) in enumerate(hulls):
-        for g in np.flatnonzero(touch[h])[:MAX_TOUCH].tolist():
+    per_hull = max(0, min(MAX_TOUCH, MAX_CELLS // (A * len(hulls))))
+    for h, (dn, up) in enumerate(hulls):  # groups left out are simply not counted
+        for g in np.flatnonzero(touch[h])[:per_hull].tolist():
             rows.append(h)
             cols.append(g)
             grown.append(_bits((dn | gdn[g]) & (up | gup[g]), A))
@@ -185,7 +211,8 @@ def cross_data(m: Model) -> CrossData | None:
         cap=m.cap, memory=m.memory, bandwidth=m.bandwidth,
         pair_a=np.asarray(pa, dtype=np.int64), pair_b=np.asarray(pb, dtype=np.int64),
         ends_flat=np.asarray(flat, dtype=np.int64), ends_ptr=np.asarray(ptr, dtype=np.int64),
-        station=m.station, atom_of=m.atom_of)
+        station=m.station, atom_of=m.atom_of, group_a=ga.astype(np.int64),
+        group_b=gb.astype(np.int64))
 
 
 def atom_windows(cd: CrossData, T: float, A: int | None = None):
@@ -239,7 +266,13 @@ def _overflow(cd: CrossData, param: np.ndarray) -> np.ndarray:
 def crossings(cd: CrossData, T: float, win=None) -> tuple[np.ndarray, np.ndarray]:
     """(forced (G,) bool, q (G,) int64) at guess T (module doc); `win`: the atoms'
     windows at T (`atom_windows`) when known."""
-    G = len(cd.gsize)
+    forced, q, _ = _crossings(cd, T, win)
+    return forced, q
+
+
+def _crossings(cd: CrossData, T: float, win=None):
+    """`crossings` and, per group pair, whether the two cannot both be held whole."""
+    G, P = len(cd.gsize), len(cd.pair_group)
     Tc = T * (1 + RTOL) + ATOL
     base = cd.work + _overflow(cd, cd.param)
     over_cap = cd.param > cd.cap
@@ -251,7 +284,7 @@ def crossings(cd: CrossData, T: float, win=None) -> tuple[np.ndarray, np.ndarray
         apart = (np.maximum.reduceat(lo[cd.ends_flat], starts)
                  > np.minimum.reduceat(hi[cd.ends_flat], starts))
         pairs = (hi[cd.pair_a] < lo[cd.pair_b]) | (hi[cd.pair_b] < lo[cd.pair_a])
-        over_cap = over_cap | np.r_[apart, pairs]
+        over_cap = over_cap | np.r_[apart, pairs, np.zeros(len(cd.group_a), dtype=bool)]
     forced = np.zeros(G, dtype=bool)
     for _ in range(ROUNDS):
         conflict = over_cap | (base + _paid(cd, forced) > Tc)
@@ -261,7 +294,7 @@ def crossings(cd: CrossData, T: float, win=None) -> tuple[np.ndarray, np.ndarray
         forced = new
     forced = forced | conflict[:G]  # valid whichever round stopped the loop
     q = np.where(forced, 2, 0).astype(np.int64)
-    hit = np.flatnonzero(conflict[G:])
+    hit = np.flatnonzero(conflict[G:G + P])
     if len(hit):
         groups = cd.pair_group[hit]
         xs, ys = cd.pair_x[hit], cd.pair_y[hit]
@@ -272,7 +305,48 @@ def crossings(cd: CrossData, T: float, win=None) -> tuple[np.ndarray, np.ndarray
         for s, e in zip(starts.tolist(), ends.tolist(), strict=True):
             g = int(groups[s])
             q[g] = max(q[g], _clique(int(cd.ends[g]), xs[s:e], ys[s:e]))
-    return forced, q
+    return forced, q, conflict[G + P:]
+
+
+def _whole_most(cd: CrossData, q: np.ndarray, apart: np.ndarray) -> float:
+    """An upper bound on the size of the groups a split holds whole, each counted
+    twice (what they save over being cut): only groups with q = 0 can be, and two
+    whose hulls overlap can only if their union fits (`apart` false). A weighted
+    independent set, solved by HiGHS (scipy) with a node limit; its dual bound."""
+    free = q == 0
+    w = 2.0 * cd.gsize * free
+    total = float(w.sum())
+    sel = apart & free[cd.group_a] & free[cd.group_b]
+    if total <= 0 or not sel.any():
+        return total
+    key = (free.tobytes(), sel.tobytes())  # nearby guesses often share it
+    if (hit := cd.whole_memo.get(key)) is not None:
+        return hit
+    if len(cd.whole_memo) > 4096:
+        cd.whole_memo.clear()
+    cd.whole_memo[key] = out = _independent(cd, w, total, sel)
+    return out
+
+
+def _independent(cd: CrossData, w: np.ndarray, total: float, sel: np.ndarray) -> float:
+    """`_whole_most` for the conflicts `sel` (uncached)."""
+    from scipy.optimize import LinearConstraint, milp
+    from scipy.sparse import coo_array
+
+    a, b = cd.group_a[sel], cd.group_b[sel]
+    used = np.unique(np.r_[a, b])  # groups in some conflict; the others are free
+    idx = np.full(len(w), -1, dtype=np.int64)
+    idx[used] = np.arange(len(used))
+    rows = np.repeat(np.arange(len(a)), 2)
+    cols = np.c_[idx[a], idx[b]].ravel()
+    A = coo_array((np.ones(len(rows)), (rows, cols)), shape=(len(a), len(used))).tocsr()
+    res = milp(-w[used], integrality=np.ones(len(used)), bounds=(0, 1),
+               constraints=LinearConstraint(A, -np.inf, 1.0),
+               options={"node_limit": MWIS_NODES, "presolve": True})
+    dual = getattr(res, "mip_dual_bound", None)
+    if dual is None or not np.isfinite(dual):
+        return total
+    return min(total, total - float(w[used].sum()) - float(dual))
 
 
 def _clique(n: int, xs: np.ndarray, ys: np.ndarray) -> int:
@@ -290,14 +364,18 @@ def _clique(n: int, xs: np.ndarray, ys: np.ndarray) -> int:
 
 
 def need(cd: CrossData, T: float, q: np.ndarray | None = None) -> float:
-    """What the K blocks must cost in all at guess T (module doc; `q` from
-    `crossings` at T when already known)."""
-    if q is None:
-        _, q = crossings(cd, T)
+    """What the K blocks must cost in all at guess T (module doc; with `q` from
+    `crossings` at T given, the sum over q only, without the whole-groups part)."""
     over = 0.0
     if cd.memory is not None:
         over = max(0.0, cd.total_param - cd.K * cd.memory) / cd.bandwidth
-    return cd.total_work + over + float(q @ cd.gsize)
+    base = cd.total_work + over
+    if q is not None:
+        return base + float(q @ cd.gsize)
+    _, q, apart = _crossings(cd, T)
+    # a group not held whole is touched by 2 blocks at least, by q when q > 2
+    paid = float(np.maximum(q, 2) @ cd.gsize) - _whole_most(cd, q, apart)
+    return base + max(float(q @ cd.gsize), paid)
 
 
 def refuted(cd: CrossData, T: float) -> bool:
@@ -312,7 +390,7 @@ def refuted_by(cd: CrossData, T: float, q: np.ndarray | None = None) -> bool:
         win = atom_windows(cd, T)
         if win is not None and bool((win[0] > win[1]).any()):
             return True  # the windows alone refute T (the station bound)
-        _, q = crossings(cd, T, win)
+        return cd.K * (T * (1 + RTOL) + ATOL) < need(cd, T)
     return cd.K * (T * (1 + RTOL) + ATOL) < need(cd, T, q)
 
 
