@@ -17,7 +17,11 @@
 #
 # Env: DETERMINISTIC=1 adds XLA_FLAGS=--xla_gpu_deterministic_ops=true (issue 52 asks
 # which flags give run-to-run identical results and what they cost); PARTS overrides
-# the bench's parts (default all three: decoder,train,suite).
+# the bench's parts (default all four: decoder,train,suite,islands). The suite part
+# runs search_many's automatic mode (island BRKGA on a GPU) in a fresh process; the
+# islands part runs search_many(mode="islands") cold and warm in one process and says
+# whether the warm pass repeats the cold one bit for bit (without DETERMINISTIC=1 that
+# answers the run-to-run question for the default flags).
 set -u
 TOTAL=${1:-300}
 OUT=${OUT:-/tmp/out}
@@ -56,6 +60,24 @@ for impl in ("lanes", "fused"):
     print(impl, "first", round(t1 - t, 2), "s, warm", round(time.perf_counter() - t1, 3),
           "s, max rel error", max_rel_error(c[:32], want), "run-to-run identical",
           bool(np.array_equal(c, c2)), flush=True)
+EOF
+# search_many's island mode on 6 suite graphs, twice (cold, warm): seconds, and the
+# answer to "bit-identical run to run" even if the bench below is cut short
+timeout 150 python3 - <<'EOF' 2>&1 | tee "$OUT/islands_check.log"
+import time, numpy as np, jaxplace as jp
+from jaxplace.bench.search_time import instances
+from jaxplace.search.many import search_many
+probs = [jp.Problem(g, k) for _, g, k in instances(6, [4, 8, 16], 0)]
+runs = []
+for label in ("cold", "warm"):
+    t = time.perf_counter()
+    runs.append(search_many(probs, mode="islands", exact=False, polish=False))
+    r = runs[-1][0]
+    print(label, round(time.perf_counter() - t, 2), "s; islands", r.info["islands"], "x",
+          r.info["population"], "; evaluations", [x.evaluations for x in runs[-1]],
+          "; costs", [round(x.cost, 4) for x in runs[-1]], flush=True)
+print("bit-identical", all(a.cost == b.cost and np.array_equal(a.priorities, b.priorities)
+                           for a, b in zip(*runs)))
 EOF
 timeout -s INT "$TOTAL" python3 -m jaxplace bench gpu --size gpu --out "$OUT" \
     ${PARTS:+--parts "$PARTS"} 2>&1 | tee "$OUT/bench_gpu.log"

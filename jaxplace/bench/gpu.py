@@ -15,10 +15,15 @@ stopped by a timeout keeps the parts before):
    which holds the compile, apart).
 3. suite: the regal-time suite (`bench batch`) through `search_many` in a fresh
    worker (cold wall from the worker's start, warm wall, compile ~ cold - warm)
-   against the C++ brkga-10000 peer built and run on the same host.
-4. islands: the same graphs through `jaxplace.search.islands.island_search` (wide
-   island BRKGA populations, all problems in one call), cold and warm, cost against
-   the suite part's C++ costs.
+   against the C++ brkga-10000 peer built and run on the same host; its mode is
+   search_many's automatic choice (`auto_mode`: "islands" on a GPU, "default" on a
+   CPU), recorded as `mode`.
+4. islands: the same graphs through `search_many(mode="islands")` (wide island BRKGA
+   populations sized by the size's (islands, population, generations), every problem
+   of a bucket in one call, MIP polish at k <= 4 as in the default mode) in this
+   process: cold (with its compiles) and warm, compile ~ cold - warm, cost against
+   the suite part's C++ costs, and whether the warm pass repeats the cold one's
+   costs bit for bit.
 
 Sizes: `gpu` (P = 10^4, 10^5, 10^6 at n = 200 and 1,000; 30 graphs), `small` (what
 a CPU runs in minutes; the fused kernel then runs in Pallas's interpret mode, at
@@ -50,7 +55,7 @@ SIZES = {
     "gpu": dict(ns=(200, 1000), pops=(10_000, 100_000, 1_000_000), sample=(64, 16),
                 interpret_max=0, chunk=10, suite=30, islands=(4, 2048, 40)),
     "small": dict(ns=(200,), pops=(256, 2_048, 16_384), sample=(32,), interpret_max=256,
-                  chunk=2, suite=3, islands=(2, 32, 4)),
+                  chunk=2, suite=3, islands=(2, 64, 20)),
     "tiny": dict(ns=(24,), pops=(40,), sample=(8,), interpret_max=64, chunk=1, suite=1,
                  islands=(2, 8, 2)),
 }
@@ -219,7 +224,9 @@ def suite_rows(count: int, seed: int) -> dict:
                               budget=None, max_programs=batch.MAX_PROGRAMS, polish="auto",
                               cache="fresh")
     many = batch._run_many(args)
-    out = dict(count=count, many=dict(
+    from jaxplace.search.many.islands_mode import auto_mode
+
+    out = dict(count=count, mode=auto_mode(), many=dict(
         total_cold_s=many["total_s"], import_s=many["import_s"], cold_s=many["cold_s"],
         warm_s=many["warm_s"], compile_s=max(many["cold_s"] - many["warm_s"], 0.0),
         programs_compiled=many["programs_compiled"], costs=many["costs"],
@@ -240,28 +247,31 @@ def suite_rows(count: int, seed: int) -> dict:
 
 
 def islands_row(count: int, seed: int, shape: tuple, cpp_costs=None) -> dict:
-    """`island_search` over the suite's graphs, twice in this process (cold: with
-    the compile; warm), cost against the C++ peer's costs when given."""
+    """`search_many(mode="islands")` over the suite's graphs, twice in this process
+    (cold: with the compiles; warm), cost against the C++ peer's costs when given."""
     from jaxplace.bench import batch
     from jaxplace.bench.search_time import instances
     from jaxplace.problem import Problem
-    from jaxplace.search.islands import IslandSettings, island_search
+    from jaxplace.search.many import search_many
 
     islands, population, generations = shape
     probs = [Problem(g, k) for _, g, k in instances(count, [4, 8, 16], seed)]
-    s = IslandSettings(islands=islands, population=population,
-                       migrate_every=min(10, max(generations, 1)))
+    budget = islands * population * (generations + 1)
+    kw = dict(mode="islands", budget=budget, seed=seed, islands=islands,
+              population=population, migrate_every=min(10, max(generations, 1)))
     t0 = time.perf_counter()
-    rs = island_search(probs, generations=generations, seed=seed, settings=s)
+    rs = search_many(probs, **kw)
     cold = time.perf_counter() - t0
     t0 = time.perf_counter()
-    again = island_search(probs, generations=generations, seed=seed, settings=s)
+    again = search_many(probs, **kw)
     warm = time.perf_counter() - t0
     costs = [r.cost for r in rs]
     out = dict(count=count, islands=islands, population=population,
-               generations=generations, evaluations=rs[0].evaluations, cold_s=cold,
+               generations=generations, budget=budget,
+               evaluations=float(np.mean([r.evaluations for r in rs])), cold_s=cold,
                warm_s=warm, compile_s=max(cold - warm, 0.0), costs=costs,
-               repeatable=all(a.cost == b.cost for a, b in zip(rs, again, strict=True)))
+               repeatable=all(a.cost == b.cost and np.array_equal(a.priorities, b.priorities)
+                              for a, b in zip(rs, again, strict=True)))
     if cpp_costs is not None and len(cpp_costs) == count:
         out["cost_ratio"] = batch._gm(np.asarray(costs) / np.asarray(cpp_costs, np.float64))
     return out
@@ -305,7 +315,8 @@ def markdown(rec: dict) -> str:
         lines.append("")
     su = rec.get("suite")
     if su is not None:
-        lines += [f"## Regal-time suite ({su.get('count')} graphs) via search_many", ""]
+        lines += [f"## Regal-time suite ({su.get('count')} graphs) via search_many "
+                  f"(mode {su.get('mode', 'default')})", ""]
         if "error" in su:
             lines.append(su["error"])
         else:
@@ -325,18 +336,18 @@ def markdown(rec: dict) -> str:
         lines.append("")
     isl = rec.get("islands")
     if isl is not None:
-        lines += [f"## Island BRKGA over the suite's {isl.get('count')} graphs "
-                  "(jaxplace.search.islands, one process)", ""]
+        lines += [f"## search_many(mode=\"islands\") over the suite's {isl.get('count')} "
+                  "graphs (one process)", ""]
         if "error" in isl:
             lines.append(isl["error"])
         else:
             lines.append(
-                f"{isl['islands']} islands x {isl['population']} per problem, "
-                f"{isl['generations']} generations ({isl['evaluations']:,} evaluations per "
-                f"problem): cold {isl['cold_s']:.1f} s, warm {isl['warm_s']:.1f} s "
-                f"(compile ~{isl['compile_s']:.1f} s); cost / C++ "
-                f"{_f(isl.get('cost_ratio'), '.4f')}; same costs on the second run: "
-                f"{isl['repeatable']}")
+                f"{isl['islands']} islands x {isl['population']} per problem, up to "
+                f"{isl['generations']} generations (budget {isl['budget']:,}; mean "
+                f"{isl['evaluations']:,.0f} evaluations per problem): cold "
+                f"{isl['cold_s']:.1f} s, warm {isl['warm_s']:.1f} s (compile "
+                f"~{isl['compile_s']:.1f} s); cost / C++ {_f(isl.get('cost_ratio'), '.4f')}"
+                f"; the warm pass repeats the cold one bit for bit: {isl['repeatable']}")
         lines.append("")
     return "\n".join(lines)
 

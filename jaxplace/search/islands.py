@@ -1,7 +1,8 @@
 """Island BRKGA for accelerators: many problems, several wide populations each, one call.
 
-The GPU mode for batched searches. The problems of a bucket are padded to
-one Spec and stacked (`stack_graphs`); each problem runs `islands` BRKGA populations
+The engine of `search_many(..., mode="islands")` and `search(problem, "islands")`
+(`jaxplace.search.many.islands_mode`). The problems of a group are padded to one
+Spec and stacked (`stack_graphs`); each problem runs `islands` BRKGA populations
 (`jaxplace.search.brkga.BRKGA`, `population` candidates each, 10^3-10^4 on a GPU) and
 every `migrate_every` generations the best `migrants` of each island replace the worst
 of the next island (a ring). One compiled call advances every island of every problem
@@ -9,19 +10,19 @@ of a group by `migrate_every` generations, so a call scores
 problems x islands x population candidates (the width a GPU needs; the default
 search's 100-wide generations leave it idle).
 
+- Stops: each problem has its own generation count (its budget) and target (its
+  lower bound); past either, its best is frozen while the group's call goes on for the
+  others, so a problem's result does not depend on which problems share its group.
 - Memory: problems go in groups sized from the device's free memory (half of it, or
   `memory_budget` where the backend does not report it), one group after another.
 - Devices: a group is sharded over `devices` (default: all local devices) along the
   problem axis with `jax.shard_map`; problems never communicate, so the results are
   the same on any number of devices (tests/test_islands.py runs 4 host devices).
 - Reproducible: generation t of island j of problem i draws from
-  fold_in(fold_in(fold_in(key(seed), i), j), t): the results depend neither on the
-  grouping nor on the devices (they do depend on the padded width, which shapes the
-  random keys: another `impl` or bucket draws other keys). On GPUs, run-to-run
-  identity may need XLA_FLAGS=--xla_gpu_deterministic_ops=true (not measured: no GPU
-  was lent).
-
-This is a standalone search (`island_search`); `search_many` does not route to it.
+  fold_in(fold_in(key(seed + i), j), t): the results depend neither on the grouping
+  nor on the devices (they do depend on the padded width, which shapes the random
+  keys: another `impl`, Spec or bucket draws other keys). On GPUs, run-to-run identity
+  may need XLA_FLAGS=--xla_gpu_deterministic_ops=true (not measured: no GPU was lent).
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ import numpy as np
 from jaxplace.decoder.batching import DEFAULT_MEMORY_BUDGET, bytes_per_candidate
 from jaxplace.decoder.evaluator import fused_spec_of
 from jaxplace.decoder.layout import Spec, stack_graphs
-from jaxplace.decoder.scoring import score_graphs
+from jaxplace.decoder.scoring import score
 from jaxplace.errors import JaxplaceError
 from jaxplace.problem import Problem
 from jaxplace.search.brkga import BRKGA
@@ -45,7 +46,12 @@ from jaxplace.search.brkga import BRKGA
 
 @dataclass(frozen=True)
 class IslandSettings:
-    """Static settings of one island search (one compiled program per Spec)."""
+    """Static settings of one island search (one compiled program per Spec).
+
+    window: blocks of at most this many units in the lanes decoder's DP (None: the
+    full DP). A restricted DP never scores a candidate below its true cost, so the
+    best is still confirmed by the float64 reference afterwards.
+    """
 
     islands: int = 4
     population: int = 1024
@@ -55,14 +61,23 @@ class IslandSettings:
     mutant_fraction: float = 0.1
     rho: float = 0.7
     impl: str = "lanes"
+    window: int | None = None
 
     def check(self) -> None:
         if self.islands < 1 or self.population < 4 or self.migrate_every < 1:
-            raise JaxplaceError("need islands >= 1, population >= 4, migrate_every >= 1",
-                                field="islands")
+            raise JaxplaceError(f"need islands >= 1, population >= 4, migrate_every >= 1; "
+                                f"got {self.islands}, {self.population}, "
+                                f"{self.migrate_every}", field="islands")
         if not 0 <= self.migrants <= self.population // 2:
             raise JaxplaceError(f"must be between 0 and population/2, got {self.migrants}",
                                 field="migrants")
+        if self.window is not None and self.impl != "lanes":
+            raise JaxplaceError("a window applies to impl='lanes' only", field="window")
+
+    @property
+    def width(self) -> int:
+        """Candidates per problem and generation."""
+        return self.islands * self.population
 
 
 @dataclass
@@ -72,7 +87,8 @@ class IslandResult:
     cost: float  # float32 decoder cost of x
     x: np.ndarray  # (n,) float32 priorities
     evaluations: int
-    history: np.ndarray  # (generations + 1,) best cost after each generation (0: init)
+    history: np.ndarray  # (generations run + 1,) best cost after each generation (0: init)
+    generations: int = 0  # generations that counted (up to its budget or target)
 
 
 def _brkga(s: IslandSettings, width: int) -> BRKGA:
@@ -80,8 +96,10 @@ def _brkga(s: IslandSettings, width: int) -> BRKGA:
                  s.mutant_fraction, s.rho)
 
 
-def _island_key(seed_key, problem_index, island):
-    return jax.random.fold_in(jax.random.fold_in(seed_key, problem_index), island)
+def _score(s: IslandSettings, spec: Spec, graphs, X):
+    """(G, C) costs of (G, C, W) candidates (inf for NaN)."""
+    f = jax.vmap(partial(score, spec, impl=s.impl, window=s.window))(graphs, X)
+    return jnp.where(jnp.isnan(f), jnp.inf, f)
 
 
 def _migrate(s: IslandSettings, pop, fit):
@@ -98,8 +116,11 @@ def _migrate(s: IslandSettings, pop, fit):
 
 
 def _generations(s: IslandSettings, spec: Spec, graphs, keys, pop, fit, best_f, best_x,
-                 t0, length: int):
-    """`length` generations from t0 for a group: (pop, fit, best_f, best_x, history)."""
+                 stop_t, target, t0, length: int):
+    """Generations t0 .. t0 + length - 1 of a group: (pop, fit, best_f, best_x,
+    history). Generation 0 scores the first populations as they are (one scorer in
+    the program, so one compile); problem i's best changes only at generations
+    t <= stop_t[i] while it is above target[i]."""
     G, I, P, W = pop.shape
     algo = _brkga(s, W)
     params = algo.default_params
@@ -113,9 +134,8 @@ def _generations(s: IslandSettings, spec: Spec, graphs, keys, pop, fit, best_f, 
     def step(carry, t):
         pop, fit, best_f, best_x = carry
         k = jax.vmap(jax.vmap(lambda key: jax.random.fold_in(key, t)))(keys)
-        pop = ask_all(k, pop, fit)
-        fit = score_graphs(spec, graphs, pop.reshape(G, I * P, W), impl=s.impl)
-        fit = jnp.where(jnp.isnan(fit), jnp.inf, fit).reshape(G, I, P)
+        pop = jnp.where(t == 0, pop, ask_all(k, pop, fit))
+        fit = _score(s, spec, graphs, pop.reshape(G, I * P, W)).reshape(G, I, P)
         if s.migrants and I > 1:
             mig = (t % s.migrate_every) == s.migrate_every - 1
             mpop, mfit = _migrate(s, pop, fit)
@@ -124,7 +144,7 @@ def _generations(s: IslandSettings, spec: Spec, graphs, keys, pop, fit, best_f, 
         i = jnp.argmin(flat, axis=1)
         f = jnp.take_along_axis(flat, i[:, None], axis=1)[:, 0]
         x = jnp.take_along_axis(pop.reshape(G, I * P, W), i[:, None, None], axis=1)[:, 0]
-        better = f < best_f
+        better = (f < best_f) & (t <= stop_t) & (best_f > target)
         best_f = jnp.where(better, f, best_f)
         best_x = jnp.where(better[:, None], x, best_x)
         return (pop, fit, best_f, best_x), best_f
@@ -136,34 +156,18 @@ def _generations(s: IslandSettings, spec: Spec, graphs, keys, pop, fit, best_f, 
 
 @partial(jax.jit, static_argnames=("s", "spec", "length", "mesh"))
 def run_generations(s: IslandSettings, spec: Spec, graphs, keys, pop, fit, best_f, best_x,
-                    t0, *, length: int, mesh=None):
+                    stop_t, target, t0, *, length: int, mesh=None):
     """One compiled call: `length` generations of every island of every problem of a
     group, sharded over `mesh` (axis "prob") when given."""
     body = partial(_generations, s, spec, length=length)
+    args = (graphs, keys, pop, fit, best_f, best_x, stop_t, target)
     if mesh is None:
-        return body(graphs, keys, pop, fit, best_f, best_x, t0)
+        return body(*args, t0)
     from jax.sharding import PartitionSpec as PS
 
     prob = PS("prob")
-    return jax.shard_map(body, mesh=mesh, in_specs=(prob,) * 6 + (PS(),),
-                         out_specs=(prob,) * 5, check_vma=False)(
-        graphs, keys, pop, fit, best_f, best_x, t0)
-
-
-@partial(jax.jit, static_argnames=("s", "spec", "mesh"))
-def _initial(s: IslandSettings, spec: Spec, graphs, pop, mesh=None):
-    G, I, P, W = pop.shape
-
-    def body(graphs, pop):
-        fit = score_graphs(spec, graphs, pop.reshape(pop.shape[0], I * P, W), impl=s.impl)
-        return jnp.where(jnp.isnan(fit), jnp.inf, fit).reshape(pop.shape[:3])
-
-    if mesh is None:
-        return body(graphs, pop)
-    from jax.sharding import PartitionSpec as PS
-
-    return jax.shard_map(body, mesh=mesh, in_specs=(PS("prob"),) * 2, out_specs=PS("prob"),
-                         check_vma=False)(graphs, pop)
+    return jax.shard_map(body, mesh=mesh, in_specs=(prob,) * len(args) + (PS(),),
+                         out_specs=(prob,) * 5, check_vma=False)(*args, t0)
 
 
 def problems_per_call(spec: Spec, s: IslandSettings, device, memory_budget: int) -> int:
@@ -171,47 +175,197 @@ def problems_per_call(spec: Spec, s: IslandSettings, device, memory_budget: int)
     stats = device.memory_stats() or {}
     limit = stats.get("bytes_limit")
     free = (limit - stats.get("bytes_in_use", 0)) // 2 if limit else memory_budget
-    per_problem = s.islands * s.population * (bytes_per_candidate(spec, 4) + 8 * spec.width)
+    per_problem = s.width * (bytes_per_candidate(spec, 4) + 8 * spec.width)
     return max(int(free // per_problem), 1)
 
 
-def island_search(problems: Sequence[Problem], *, generations: int = 100, seed: int = 0,
-                  settings: IslandSettings | None = None, devices: Sequence | None = None,
+def device_mesh(devices: Sequence | None, problems: int):
+    """(mesh or None, device count): at most one device per problem."""
+    devs = list(jax.local_devices() if devices is None else devices)[:max(problems, 1)]
+    if len(devs) <= 1:
+        return None, 1
+    from jax.sharding import Mesh
+
+    return Mesh(np.array(devs), ("prob",)), len(devs)
+
+
+def group_sizes(count: int, per_call: int, ndev: int) -> tuple[int, int]:
+    """(groups, padded problems per group): equal groups of at most `per_call`
+    problems, a multiple of `ndev`, so that every group runs one compiled shape."""
+    per_call = max(per_call // ndev, 1) * ndev
+    groups = -(-count // per_call)
+    size = -(-count // groups)
+    return groups, -(-size // ndev) * ndev
+
+
+class IslandGroup:
+    """One group of problems whose islands advance together (see the module doc).
+
+    problems[i] searches with key(seed + indices[i]) for generations[i] generations
+    after its first populations (its evaluations: `settings.width` x (generations +
+    1) at most) or until its best reaches targets[i]; seeds[i] (an (n,) priority
+    vector or None) replaces the first candidate of its first island. The group is
+    padded to `size` problems with copies of its first one (results dropped). Calls
+    always run `migrate_every` generations (one compiled program per shape; the
+    first call scores the first populations as its generation 0).
+    """
+
+    def __init__(self, s: IslandSettings, spec: Spec, problems: Sequence[Problem],
+                 indices: Sequence[int], seed: int, generations: Sequence[int], *,
+                 seeds: Sequence | None = None, targets: Sequence[float] | None = None,
+                 mesh=None, size: int | None = None):
+        self.s, self.spec, self.mesh = s, spec, mesh
+        self.problems = list(problems)
+        m = len(self.problems)
+        self.size = G = max(size or m, m)
+        pad = G - m
+        self.padded = self.problems + [self.problems[0]] * pad
+        self.indices = list(indices) + [indices[0]] * pad
+        self.seed = int(seed)
+        self.gens = np.asarray(list(generations) + [0] * pad, np.int64)
+        tg = [-np.inf] * m if targets is None else list(targets)
+        self.targets = np.asarray(tg + [np.inf] * pad, np.float32)  # pads stop at once
+        self.seeds = list(seeds) if seeds is not None else [None] * m
+        self.t = 0  # generations run, the first populations' scoring (0) included
+        self.state = None
+        self.history: list[np.ndarray] = []
+
+    @property
+    def horizon(self) -> int:
+        return int(self.gens.max(initial=0))
+
+    def start(self) -> None:
+        """Build the device arrays (the first populations, not yet scored)."""
+        s, spec, G = self.s, self.spec, self.size
+        W, I, P = spec.width, s.islands, s.population
+        _, self.graphs = stack_graphs(self.padded, spec=spec)
+        keys = jnp.stack([jax.random.key(self.seed + i) for i in self.indices])
+        self.keys = jax.vmap(lambda k: jax.vmap(lambda j: jax.random.fold_in(k, j))(
+            jnp.arange(I)))(keys)  # (G, I)
+        pop = jax.vmap(jax.vmap(lambda k: jax.random.uniform(
+            jax.random.fold_in(k, 0), (P, W), jnp.float32)))(self.keys)
+        rows = [(g, x) for g, x in enumerate(self.seeds) if x is not None]
+        if rows:
+            host = np.array(pop)
+            for g, x in rows:
+                x = np.asarray(x, np.float32).ravel()[:W]
+                host[g, 0, 0, :] = 0.0
+                host[g, 0, 0, :len(x)] = x
+            pop = jnp.asarray(host)
+        fit = jnp.full((G, I, P), jnp.inf, jnp.float32)
+        best_f = jnp.full((G,), jnp.inf, jnp.float32)
+        self.state = (pop, fit, best_f, pop[:, 0, 0])
+        self.history = []
+        self.stop_t = jnp.asarray(self.gens.astype(np.int32))
+        self.target = jnp.asarray(self.targets)
+
+    def finished(self) -> bool:
+        """Every problem ran its generations or reached its target."""
+        if not self.history:
+            return False
+        best = self.history[-1][:, -1]
+        return bool(np.all((self.t > self.gens) | (best <= self.targets)))
+
+    def advance(self) -> None:
+        """One compiled call: `migrate_every` generations (calls always run the full
+        length, one compiled program per shape; problems past their count are
+        frozen)."""
+        if self.state is None:
+            self.start()
+        pop, fit, best_f, best_x = self.state
+        length = self.s.migrate_every
+        pop, fit, best_f, best_x, h = run_generations(
+            self.s, self.spec, self.graphs, self.keys, pop, fit, best_f, best_x,
+            self.stop_t, self.target, jnp.int32(self.t), length=length, mesh=self.mesh)
+        h = np.asarray(h)  # waits for the call: an interrupt leaves the group as it was
+        self.state = (pop, fit, best_f, best_x)
+        self.history.append(h)
+        self.t += length
+
+    def run(self) -> list[IslandResult]:
+        """Advance until `finished`; the results."""
+        if self.state is None:
+            self.start()
+        while not self.finished():
+            self.advance()
+        return self.results()
+
+    def results(self) -> list[IslandResult]:
+        """Best so far of every (unpadded) problem (at least one call must have run)."""
+        if not self.history:
+            raise JaxplaceError("no generation ran yet", field="group")
+        _, _, best_f, best_x = self.state
+        hist = np.concatenate(self.history, axis=1)
+        bf, bx = np.asarray(best_f, np.float64), np.asarray(best_x)
+        out = []
+        for g, p in enumerate(self.problems):
+            used = self.used_generations(g, hist[g])
+            out.append(IslandResult(float(bf[g]), bx[g, :p.n].copy(),
+                                    self.s.width * (used + 1), hist[g, :used + 1].copy(),
+                                    used))
+        return out
+
+    def used_generations(self, g: int, hist: np.ndarray) -> int:
+        """Generations that counted for problem g: up to its count, the time run, or
+        the one whose best reached its target."""
+        used = min(int(self.gens[g]), self.t - 1)
+        reached = np.flatnonzero(hist <= self.targets[g])
+        return min(used, int(reached[0])) if len(reached) else used
+
+
+def island_search(problems: Sequence[Problem], *, generations: int | Sequence[int] = 100,
+                  seed: int = 0, settings: IslandSettings | None = None,
+                  devices: Sequence | None = None, spec: Spec | None = None,
+                  seeds: Sequence | None = None, targets: Sequence[float] | None = None,
                   memory_budget: int = DEFAULT_MEMORY_BUDGET,
                   max_problems_per_call: int | None = None) -> list[IslandResult]:
-    """Island BRKGA over every problem for `generations` generations (see the module
-    doc); one `IslandResult` per problem, in order."""
+    """Island BRKGA over every problem for `generations` generations (one count, or
+    one per problem); problem i searches with seed `seed + i` (see the module doc and
+    `IslandGroup` for `seeds` and `targets`). `spec`: the padded shape (default: the
+    merged Spec of the problems). One `IslandResult` per problem, in order."""
     s = settings or IslandSettings()
     s.check()
     problems = list(problems)
     if not problems:
         raise JaxplaceError("no problems", field="problems")
-    for i, p in enumerate(problems):
-        if not p.objective_impl.supports("identical_devices"):
-            raise JaxplaceError("island search scores identical devices only",
-                                field=f"problems[{i}]")
-    if generations < 0:
-        raise JaxplaceError(f"must be >= 0, got {generations}", field="generations")
-    spec = fused_spec_of(problems) if s.impl == "fused" else _merged_spec(problems)
-    devs = list(jax.local_devices() if devices is None else devices)
-    ndev = len(devs)
-    mesh = None
-    if ndev > 1:
-        from jax.sharding import Mesh
-
-        mesh = Mesh(np.array(devs), ("prob",))
-    per_call = problems_per_call(spec, s, devs[0], memory_budget) * ndev
+    check_problems(problems)
+    gens = ([int(generations)] * len(problems) if np.ndim(generations) == 0
+            else [int(g) for g in generations])
+    if len(gens) != len(problems) or min(gens) < 0:
+        raise JaxplaceError(f"must be >= 0 (one count, or one per problem), got "
+                            f"{generations}", field="generations")
+    if spec is None:
+        spec = fused_spec_of(problems) if s.impl == "fused" else merged_spec(problems)
+    mesh, ndev = device_mesh(devices, len(problems))
+    dev0 = (list(jax.local_devices()) if devices is None else list(devices))[0]
+    per_call = problems_per_call(spec, s, dev0, memory_budget) * ndev
     if max_problems_per_call is not None:
         per_call = min(per_call, max(int(max_problems_per_call), 1))
-    per_call = max(per_call // ndev, 1) * ndev
+    groups, size = group_sizes(len(problems), per_call, ndev)
+    step = -(-len(problems) // groups)
     out: list[IslandResult] = []
-    for lo in range(0, len(problems), per_call):
-        out += _group(s, spec, problems, range(lo, min(lo + per_call, len(problems))),
-                      generations, seed, mesh, ndev)
+    for lo in range(0, len(problems), step):
+        idx = range(lo, min(lo + step, len(problems)))
+        out += IslandGroup(s, spec, [problems[i] for i in idx], list(idx), seed,
+                           [gens[i] for i in idx],
+                           seeds=None if seeds is None else [seeds[i] for i in idx],
+                           targets=None if targets is None else [targets[i] for i in idx],
+                           mesh=mesh, size=size).run()
     return out
 
 
-def _merged_spec(problems) -> Spec:
+def check_problems(problems: Sequence[Problem], field: str = "problems") -> None:
+    """Island search scores the identical-device model only."""
+    for i, p in enumerate(problems):
+        if not isinstance(p, Problem):
+            raise JaxplaceError(f"expected a Problem, got {type(p).__name__}",
+                                field=f"{field}[{i}]")
+        if not p.objective_impl.supports("identical_devices"):
+            raise JaxplaceError("island search scores identical devices only",
+                                field=f"{field}[{i}]")
+
+
+def merged_spec(problems) -> Spec:
     from jaxplace.decoder.layout import problem_spec
 
     spec = problem_spec(problems[0])
@@ -220,41 +374,6 @@ def _merged_spec(problems) -> Spec:
     return spec
 
 
-def _group(s: IslandSettings, spec: Spec, problems, idx: range, generations: int,
-           seed: int, mesh, ndev: int) -> list[IslandResult]:
-    """One group of problems (padded to a multiple of the devices with copies of its
-    first problem, whose results are dropped)."""
-    members = [problems[i] for i in idx]
-    G = -(-len(members) // ndev) * ndev
-    padded = members + [members[0]] * (G - len(members))
-    index = list(idx) + [idx[0]] * (G - len(members))
-    _, graphs = stack_graphs(padded, spec=spec)
-    W, I, P = spec.width, s.islands, s.population
-    root = jax.random.key(seed)
-    keys = jax.vmap(lambda i: jax.vmap(lambda j: _island_key(root, i, j))(
-        jnp.arange(I)))(jnp.asarray(index))  # (G, I) keys
-    pop = jax.vmap(jax.vmap(lambda k: jax.random.uniform(
-        jax.random.fold_in(k, 0), (P, W), jnp.float32)))(keys)
-    fit = _initial(s, spec, graphs, pop, mesh=mesh)
-    flat = fit.reshape(G, I * P)
-    i0 = jnp.argmin(flat, axis=1)
-    best_f = jnp.take_along_axis(flat, i0[:, None], axis=1)[:, 0]
-    best_x = jnp.take_along_axis(pop.reshape(G, I * P, W), i0[:, None, None], axis=1)[:, 0]
-    hist = [np.asarray(best_f)[:, None]]
-    t = 0
-    while t < generations:
-        length = min(s.migrate_every, generations - t)
-        pop, fit, best_f, best_x, h = run_generations(
-            s, spec, graphs, keys, pop, fit, best_f, best_x, jnp.int32(t + 1),
-            length=length, mesh=mesh)
-        hist.append(np.asarray(h))
-        t += length
-    history = np.concatenate(hist, axis=1)
-    bf, bx = np.asarray(best_f, np.float64), np.asarray(best_x)
-    evals = I * P * (generations + 1)
-    return [IslandResult(float(bf[g]), bx[g, :p.n].copy(), evals, history[g])
-            for g, p in enumerate(members)]
-
-
-__all__ = ["IslandResult", "IslandSettings", "island_search", "problems_per_call",
-           "run_generations"]
+__all__ = ["IslandGroup", "IslandResult", "IslandSettings", "check_problems",
+           "device_mesh", "group_sizes", "island_search", "merged_spec",
+           "problems_per_call", "run_generations"]

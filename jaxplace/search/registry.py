@@ -64,6 +64,12 @@ def _lazy(target: str) -> Callable[[SearchRequest], Result]:
     return run
 
 
+def _islands_budget(problem: Problem) -> int:
+    """search_many's island mode sits above this registry: loaded by name."""
+    module = importlib.import_module("jaxplace.search.many.islands_method")
+    return int(module.default_islands_budget(problem))
+
+
 def _build() -> dict[str, Method]:
     methods = {
         "default": Method("default", default_search, default_budget,
@@ -89,6 +95,10 @@ def _build() -> dict[str, Method]:
                                 _lazy("jaxplace.exact.noncontiguous:noncontiguous_search"), 1,
                                 "non-contiguous split by the IP of Tarnawski et al. "
                                 "(HiGHS; virtual-device pipeline)"),
+        "islands": Method("islands", _lazy("jaxplace.search.many.islands_method:islands_search"),
+                          _islands_budget,
+                          "island BRKGA sized to the device: several wide populations "
+                          "with migration (search_many's mode 'islands')"),
         "multilevel": Method("multilevel", _lazy("jaxplace.multilevel.search:multilevel_search"), 1,
                              "coarsen, search the coarsest level, refine every level "
                              "(graphs of thousands of ops; time-limited)"),

@@ -30,6 +30,11 @@ limit both give identical results for the same seeds, whatever the workers: prob
 i searches with seed `seed + i`, and its random stream does not depend on how steps
 are cut into chunks or on which thread runs its bucket.
 
+Modes: "default" (above) or "islands" (`islands_mode`: per problem several wide
+BRKGA populations with migration, sized to the device, every problem of a bucket
+and all its islands in one call, sharded over the local devices); `mode=None` picks
+"islands" on GPUs and "default" elsewhere.
+
 Every reported cost is the float64 reference's (`jaxplace.reference`) of the
 reported partition.
 """
@@ -75,7 +80,9 @@ class ManySettings:
     without a time limit, POLISH_MAX_TIME under one; a number is a wall-clock limit
     the user gave, so results may then depend on the load); group:
     problems of a bucket advanced together by one program call (None:
-    `default_group`).
+    `default_group`; mode "islands": as many as fit the device's memory); mode:
+    "default" (BRKGA then a local search per problem) or "islands" (`islands_mode`:
+    island BRKGA sized to the device; `islands` its `IslandSettings`).
     """
 
     seed: int = 0
@@ -91,6 +98,9 @@ class ManySettings:
     polish_max_time: float | None = None
     polish_nodes: int = POLISH_MIP_NODES
     options: tuple = ()
+    mode: str = "default"
+    islands: object = None  # mode "islands": its IslandSettings (None: the platform's)
+    devices: tuple | None = None  # mode "islands": devices to shard over (None: all local)
 
 
 @dataclass
@@ -156,7 +166,8 @@ def search_many(problems: Sequence[Problem], method: str | None = None, *,
                 max_programs: int = MAX_PROGRAMS, polish: bool | None = None,
                 ray_address: str | None = None, num_cpus: int = 1,
                 use_policy: bool | None = None, exact: bool = True,
-                workers: int | None = None, **options) -> list[Result]:
+                workers: int | None = None, mode: str | None = None,
+                **options) -> list[Result]:
     """Best partition of every problem, searched in batches (see the module doc).
 
     Args:
@@ -180,11 +191,19 @@ def search_many(problems: Sequence[Problem], method: str | None = None, *,
             batched search.
         workers: local executor: buckets run at once on this many host threads
             (None: one per CPU core this process may use).
+        mode: "default" (BRKGA then a local search per problem), "islands" (island
+            BRKGA sized to the device, `islands_mode`: every problem of a bucket and
+            all its islands in one call, sharded over the local devices; local
+            executor only) or None: "islands" on GPUs, "default" elsewhere.
         options: `population`, `brkga_share`, `brkga_patience`, `patience`, `chunk`,
             `group` (problems per program call; default: 1 on CPUs, the whole bucket
             on accelerators), `polish_nodes` (branch-and-bound nodes of the MIP polish;
             default POLISH_MIP_NODES), `polish_max_time` (seconds, a wall-clock limit;
-            default: none without a time limit, POLISH_MAX_TIME under one).
+            default: none without a time limit, POLISH_MAX_TIME under one). Mode
+            "islands": `islands`, `population` (per island), `migrate_every`,
+            `migrants`, `elite_fraction`, `mutant_fraction`, `rho`, `impl`, `group`
+            (defaults: `islands_mode.CPU_ISLANDS` on CPUs, else ACCELERATOR_ISLANDS),
+            `devices` (to shard over; default: every local device).
 
     Returns:
         One `Result` per problem, in input order (`method` "many").
@@ -196,7 +215,7 @@ def search_many(problems: Sequence[Problem], method: str | None = None, *,
                                  max_programs=max_programs, polish=polish,
                                  ray_address=ray_address, num_cpus=num_cpus,
                                  use_policy=use_policy, exact=exact, workers=workers,
-                                 **options):
+                                 mode=mode, **options):
         out[i] = r
         if on_result is not None:
             on_result(i, r)
@@ -210,14 +229,20 @@ def iter_search_many(problems: Sequence[Problem], method: str | None = None, *,
                      max_programs: int = MAX_PROGRAMS, polish: bool | None = None,
                      ray_address: str | None = None, num_cpus: int = 1,
                      use_policy: bool | None = None, exact: bool = True,
-                     workers: int | None = None,
+                     workers: int | None = None, mode: str | None = None,
                      **options) -> Iterator[tuple[int, Result]]:
     """`search_many` as a generator of (index, Result), in finishing order; every
     problem is yielded exactly once, also after Ctrl-C or `cancel`."""
     start = time.perf_counter()
-    settings = _settings(method, time_limit, budget, seed, polish, options)
+    settings = _settings(method, time_limit, budget, seed, polish, options, mode)
     if executor not in ("local", "ray"):
         raise JaxplaceError(f"must be 'local' or 'ray', got {executor!r}", field="executor")
+    islands = settings.mode == "islands"
+    if islands and executor != "local":
+        raise JaxplaceError("mode 'islands' runs on this process's devices: executor "
+                            "'local' only", field="executor")
+    if islands:
+        use_policy = False  # the islands start uniform (and from the heuristic order)
     if workers is not None and int(workers) < 1:
         raise JaxplaceError(f"must be at least 1, got {workers}", field="workers")
     problems = problem_list(problems)
@@ -248,7 +273,11 @@ def iter_search_many(problems: Sequence[Problem], method: str | None = None, *,
     buckets = plan_buckets([p.cls for p in prepared], max_programs)
     pending = {p.index for p in prepared}
     try:
-        if executor == "ray":
+        if islands:
+            from jaxplace.search.many.islands_mode import islands_buckets
+
+            stream = islands_buckets(prepared, buckets, settings, cancel, start)
+        elif executor == "ray":
             from jaxplace.search.many.ray_tasks import ray_buckets
 
             stream = ray_buckets(prepared, buckets, settings, cancel, ray_address,
@@ -266,8 +295,9 @@ def iter_search_many(problems: Sequence[Problem], method: str | None = None, *,
             stream.close()  # Ray: cancels the tasks still running
     except KeyboardInterrupt:
         cancel.set()
+    by_index = {p.index: p for p in prepared}  # without the problems proved exactly
     for i in sorted(pending):  # never started, or lost to an interrupt
-        yield i, seed_result(prepared[i], start)
+        yield i, seed_result(by_index[i], start)
 
 
 def problem_list(problems) -> list:
@@ -280,7 +310,8 @@ def problem_list(problems) -> list:
     return list(problems)
 
 
-def _settings(method, time_limit, budget, seed, polish, options) -> ManySettings:
+def _settings(method, time_limit, budget, seed, polish, options, mode=None
+              ) -> ManySettings:
     if method not in (None, "default", METHOD):
         raise JaxplaceError(f"search_many runs the batched default search; got "
                             f"{method!r}", field="method")
@@ -288,8 +319,20 @@ def _settings(method, time_limit, budget, seed, polish, options) -> ManySettings
         raise JaxplaceError("must be at least 1", field="budget")
     if time_limit is not None and not time_limit > 0:
         raise JaxplaceError("must be positive", field="time_limit")
+    from jaxplace.search.many.islands_mode import ISLAND_OPTIONS, check_mode, island_settings
+
+    mode = check_mode(mode)
     known = {"population", "brkga_share", "brkga_patience", "patience", "chunk", "group",
              "polish_max_time", "polish_nodes"}
+    islands = None
+    if mode == "islands":  # the default mode's phase options do not apply
+        known = {"group", "polish_max_time", "polish_nodes", "devices"} | set(ISLAND_OPTIONS)
+        islands = island_settings({k: v for k, v in options.items() if k in ISLAND_OPTIONS})
+        options = {k: v for k, v in options.items() if k not in ISLAND_OPTIONS}
+        if options.get("devices") is not None:
+            options["devices"] = tuple(options["devices"])
+            if not options["devices"]:
+                raise JaxplaceError("no devices", field="devices")
     bad = sorted(set(options) - known)
     if bad:
         raise JaxplaceError(f"unknown option(s) {', '.join(bad)}; known: "
@@ -297,7 +340,7 @@ def _settings(method, time_limit, budget, seed, polish, options) -> ManySettings
     if options.get("group") is not None and int(options["group"]) < 1:
         raise JaxplaceError(f"must be at least 1, got {options['group']}", field="group")
     return ManySettings(seed=int(seed), budget=budget, time_limit=time_limit,
-                        polish=polish, **options)
+                        polish=polish, mode=mode, islands=islands, **options)
 
 
 def seed_result(p: Prepared, start: float, interrupted: bool = True) -> Result:

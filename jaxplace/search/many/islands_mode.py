@@ -1,0 +1,200 @@
+"""`search_many(..., mode="islands")` and `search(problem, "islands")`: island BRKGA
+sized to the device (`jaxplace.search.islands`).
+
+The accelerator mode of batched searches: instead of one 100-wide BRKGA then a local
+search per problem, every problem runs `islands` BRKGA populations of `population`
+candidates with migration (`IslandSettings`), all problems of a bucket and all their
+islands advanced by one compiled call, the bucket cut into groups that fit half the
+device's free memory, each group sharded over the local devices along its problems.
+`mode=None` picks it on GPUs (`auto_mode`); on CPUs the default mode stays.
+
+Each problem keeps its float64-confirmed best: the island search's best, or the best
+heuristic order when that was never beaten (its first island starts from it); then,
+as in the default mode, the MIP polish at k <= 4 (`run.polish_result`). Problem i searches with
+seed `seed + i` over its bucket's padded shape; without a time limit its result
+depends neither on the other problems of the call (other than through the bucket's
+shape) nor on the device count.
+
+Budget: evaluations per problem (default: the default search's `default_budget`, at
+least MIN_GENERATIONS generations of the islands); a problem runs
+budget // (islands x population) - 1 generations after its first populations, fewer
+when it reaches its lower bound. With a time limit, buckets run one after another,
+each with the time left times its share of the padded work still waiting, stopped
+after the compiled call that crosses it.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import replace
+
+import jax
+import numpy as np
+
+from jaxplace.decoder.batching import DEFAULT_MEMORY_BUDGET
+from jaxplace.errors import JaxplaceError
+from jaxplace.search.islands import (
+    IslandGroup,
+    IslandSettings,
+    device_mesh,
+    group_sizes,
+    problems_per_call,
+)
+from jaxplace.search.many.run import polish_result
+from jaxplace.search.result import History, Result
+
+#: The mode names of `search_many(mode=...)`; None picks `auto_mode`.
+MODES = ("default", "islands")
+#: Island settings by platform when none are given: an H100 scores ~10^5 candidates
+#: per call at n = 200 without filling; the CPU ones keep a core busy without
+#: inflating a generation (explicit `mode="islands"` on a CPU is for tests and A/B).
+ACCELERATOR_ISLANDS = IslandSettings(islands=4, population=1024, migrate_every=10)
+CPU_ISLANDS = IslandSettings(islands=2, population=64, migrate_every=8)
+#: The default budget covers at least this many generations of the islands.
+MIN_GENERATIONS = 50
+#: search_many options that set the island settings (population: per island).
+ISLAND_OPTIONS = {"islands": "islands", "population": "population",
+                  "migrate_every": "migrate_every", "migrants": "migrants",
+                  "elite_fraction": "elite_fraction", "mutant_fraction": "mutant_fraction",
+                  "rho": "rho", "impl": "impl"}
+
+
+def auto_mode(platform: str | None = None) -> str:
+    """"islands" on GPUs (a 100-wide population leaves them idle), else "default"."""
+    return "islands" if (platform or jax.default_backend()) == "gpu" else "default"
+
+
+def check_mode(mode: str | None) -> str:
+    """The mode to run (None: `auto_mode`), or a JaxplaceError naming the choices."""
+    if mode is None:
+        return auto_mode()
+    if mode not in MODES:
+        raise JaxplaceError(f"must be one of {', '.join(MODES)} (or None: islands on "
+                            f"GPUs), got {mode!r}", field="mode")
+    return mode
+
+
+def island_settings(options: dict, platform: str | None = None) -> IslandSettings:
+    """The platform's settings, overridden by `options` (search_many's keywords)."""
+    base = CPU_ISLANDS if (platform or jax.default_backend()) == "cpu" else \
+        ACCELERATOR_ISLANDS
+    s = replace(base, **{ISLAND_OPTIONS[k]: v for k, v in options.items()
+                         if k in ISLAND_OPTIONS})
+    s.check()
+    return s
+
+
+def island_budget(problem, budget: int | None, s: IslandSettings) -> int:
+    from jaxplace.search.default import default_budget
+
+    if budget is not None:
+        return int(budget)
+    return max(default_budget(problem), s.width * (MIN_GENERATIONS + 1))
+
+
+def generations_of(budget: int, s: IslandSettings) -> int:
+    """Generations after the first populations within `budget` evaluations."""
+    return max(int(budget) // s.width - 1, 0)
+
+
+def islands_buckets(prepared, buckets, settings, cancel: threading.Event, start: float
+                    ) -> Iterator[tuple[int, Result]]:
+    """Yields (index, Result) of every problem of `buckets` (see the module doc);
+    `settings`: search_many's `ManySettings` (mode "islands")."""
+    base = settings.islands or island_settings({})
+    runs = []  # (bucket, group members, IslandGroup)
+    for b in buckets:
+        members = [prepared[i] for i in b.members]
+        s = replace(base, window=b.window if base.impl == "lanes" else None)
+        mesh, ndev = device_mesh(settings.devices, len(members))
+        dev0 = (settings.devices or jax.local_devices())[0]
+        per_call = problems_per_call(b.spec, s, dev0, DEFAULT_MEMORY_BUDGET) * ndev
+        if settings.group is not None:
+            per_call = min(per_call, int(settings.group))
+        groups, size = group_sizes(len(members), per_call, ndev)
+        step = -(-len(members) // groups)
+        for lo in range(0, len(members), step):
+            part = members[lo:lo + step]
+            budgets = [island_budget(m.problem, settings.budget, s) for m in part]
+            group = IslandGroup(
+                s, b.spec, [m.problem for m in part], [m.index for m in part],
+                settings.seed, [generations_of(x, s) for x in budgets],
+                seeds=[m.x_seed for m in part],
+                targets=[m.lower_bound * (1 + 1e-6) for m in part], mesh=mesh, size=size)
+            runs.append((b, part, group, b.work() * len(part) / len(members)))
+    waiting = sum(r[3] for r in runs)
+    for b, part, group, work in runs:
+        if cancel.is_set():
+            return
+        limit = None
+        if settings.time_limit is not None:
+            left = settings.time_limit - (time.perf_counter() - start)
+            limit = time.perf_counter() + left * min(1.0, work / waiting)
+        waiting -= work
+        yield from run_group(b, part, group, settings, cancel, start, limit)
+
+
+def run_group(bucket, part, group: IslandGroup, settings, cancel, start, deadline):
+    """One group from start to stop (the first call always runs unless cancelled;
+    then a call only before `deadline`); yields every member's Result, none when no
+    call ran (the caller reports the heuristic starts)."""
+    times: list[float] = []  # seconds since `start` after each call
+    interrupted = False
+    try:
+        group.start()
+        while not group.finished():
+            if cancel.is_set() or (deadline is not None and times
+                                   and time.perf_counter() >= deadline):
+                interrupted = True
+                break
+            group.advance()
+            times.append(time.perf_counter() - start)
+    except KeyboardInterrupt:
+        interrupted = True
+        cancel.set()
+    if not group.history:
+        return
+    times += [time.perf_counter() - start] * (len(group.history) - len(times))
+    info = {"mode": "islands", "islands": group.s.islands,
+            "population": group.s.population, "migrate_every": group.s.migrate_every,
+            "bucket": {"N": bucket.spec.N, "K": bucket.spec.K, "window": bucket.window,
+                       "problems": len(bucket.members), "group": group.size}}
+    for m, r in zip(part, group.results(), strict=True):
+        yield m.index, finish(m, r, group.s, times, info, settings, start, interrupted,
+                              cancel)
+
+
+def finish(m, r, s: IslandSettings, times: list[float], info: dict, settings, start: float,
+           interrupted: bool, cancel: threading.Event | None = None) -> Result:
+    """The Result of problem `m` (a `Prepared`) from its `IslandResult`."""
+    from jaxplace.reference import decode_reference
+
+    p = m.problem
+    x = np.asarray(r.x, np.float32)[:p.n]
+    part = decode_reference(p, x)
+    info = {**info, "generations": r.generations, "evaluations": r.evaluations}
+    if not part.cost <= m.f_seed:  # the heuristic start was never beaten
+        part, x = decode_reference(p, m.x_seed), m.x_seed
+        info["start"] = "heuristic"
+    evals = r.evaluations
+    if not interrupted and not (cancel is not None and cancel.is_set()):
+        part, x, evals = polish_result(p, m.lower_bound, part, x, evals, info, settings,
+                                       time.perf_counter() - start)
+        if info.get("polish", {}).get("stopped"):
+            interrupted = True  # a wall-clock limit the user gave cut it short
+            info["stopped"] = "time limit"
+    t = np.arange(len(r.history))
+    calls = np.minimum(t // s.migrate_every, len(times) - 1)
+    hist = History((t + 1).astype(np.int64) * s.width, np.asarray(times)[calls],
+                   np.asarray(r.history, np.float64))
+    return Result(cost=float(part.cost), partition=part, priorities=x,
+                  evaluations=int(evals), wall_time=time.perf_counter() - start,
+                  history=hist, method="many", lower_bound=m.lower_bound,
+                  interrupted=interrupted, info=info)
+
+
+__all__ = ["ACCELERATOR_ISLANDS", "CPU_ISLANDS", "ISLAND_OPTIONS", "MIN_GENERATIONS",
+           "MODES", "auto_mode", "check_mode", "finish", "generations_of", "island_budget",
+           "island_settings", "islands_buckets", "run_group"]
