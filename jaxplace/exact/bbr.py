@@ -198,7 +198,8 @@ def solve_bbr(problem: Problem, *, upper_bound: float | None = None, partition=N
         out.lower_bound, out.infeasible = math.inf, True
         return _done(out, memo, t0)
     # the forced crossings' bound (closed form, milliseconds): the climb starts there
-    out.lower_bound = out.cross_bound = crossing_bound(model.cross, lo, hi)
+    out.lower_bound = out.cross_bound = crossing_bound(
+        model.cross, lo, hi, deadline=t0 + 0.25 * (deadline - t0))
 
     def ask(T: float, budget: float) -> str:
         t1 = time.perf_counter()

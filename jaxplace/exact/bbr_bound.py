@@ -70,7 +70,8 @@ class CrossBound:
         if model.cross is None:
             return MethodResult(self.name, 0.0, "skipped: CPU blocks pay no transfers",
                                 time.perf_counter() - t0, kind=self.kind)
-        bound = crossing_bound(model.cross, L, context.upper_bound)
+        bound = crossing_bound(model.cross, L, context.upper_bound,
+                               deadline=t0 + context.time_limit)
         return MethodResult(self.name, bound, "closed form", time.perf_counter() - t0,
                             kind=self.kind)
 

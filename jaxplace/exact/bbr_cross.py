@@ -34,6 +34,7 @@ it). CPU blocks pay no transfers, so none of this applies when CPUs may be used.
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -394,10 +395,12 @@ def refuted_by(cd: CrossData, T: float, q: np.ndarray | None = None) -> bool:
     return cd.K * (T * (1 + RTOL) + ATOL) < need(cd, T, q)
 
 
-def crossing_bound(cd: CrossData | None, lo: float, hi: float, rtol: float = 1e-7) -> float:
+def crossing_bound(cd: CrossData | None, lo: float, hi: float, rtol: float = 1e-7,
+                   deadline: float = math.inf) -> float:
     """The largest T in [lo, hi] that `refuted` refutes (lo when none; lo is assumed a
     proven bound and hi a cost reached by a split, so hi itself is never refuted; hi =
-    inf: the upper end is found by doubling from lo)."""
+    inf: the upper end is found by doubling from lo). Past `deadline` (perf_counter
+    seconds) the bisection stops with the largest T refuted so far."""
     if cd is None or not math.isfinite(lo) or lo <= 0 or lo >= hi:
         return lo
     if not refuted(cd, lo):
@@ -405,13 +408,15 @@ def crossing_bound(cd: CrossData | None, lo: float, hi: float, rtol: float = 1e-
     if not math.isfinite(hi):
         hi = 2 * lo
         for _ in range(64):
+            if time.perf_counter() > deadline:
+                return lo
             if not refuted(cd, hi):
                 break
             lo, hi = hi, 2 * hi
         else:
             return lo
     a, b = lo, hi  # a refuted, b not
-    while b - a > rtol * b:
+    while b - a > rtol * b and time.perf_counter() < deadline:
         mid = 0.5 * (a + b)
         if refuted(cd, mid):
             a = mid
