@@ -38,6 +38,8 @@ import time
 from dataclasses import dataclass, field
 
 import numpy as np
+from scipy.optimize import LinearConstraint, milp  # imported up front: the first call
+from scipy.sparse import coo_array  # would otherwise pay it inside a time limit
 
 from jaxplace.exact.bbr_model import ATOL, RTOL, Model
 
@@ -54,7 +56,11 @@ MAX_TOUCH = 64
 MAX_CELLS = 8_000_000
 
 #: Branch-and-bound nodes for the whole-groups independent set (its dual bound is used).
-MWIS_NODES = 200
+MWIS_NODES = 100
+
+#: Relative precision of the bisection with the whole-groups part (each step solves
+#: an independent set).
+WHOLE_RTOL = 1e-5
 
 #: Rounds of the forced-set fixpoint (each only adds groups; the bound is valid after
 #: any number of rounds).
@@ -331,9 +337,6 @@ def _whole_most(cd: CrossData, q: np.ndarray, apart: np.ndarray) -> float:
 
 def _independent(cd: CrossData, w: np.ndarray, total: float, sel: np.ndarray) -> float:
     """`_whole_most` for the conflicts `sel` (uncached)."""
-    from scipy.optimize import LinearConstraint, milp
-    from scipy.sparse import coo_array
-
     a, b = cd.group_a[sel], cd.group_b[sel]
     used = np.unique(np.r_[a, b])  # groups in some conflict; the others are free
     idx = np.full(len(w), -1, dtype=np.int64)
@@ -400,25 +403,37 @@ def crossing_bound(cd: CrossData | None, lo: float, hi: float, rtol: float = 1e-
     """The largest T in [lo, hi] that `refuted` refutes (lo when none; lo is assumed a
     proven bound and hi a cost reached by a split, so hi itself is never refuted; hi =
     inf: the upper end is found by doubling from lo). Past `deadline` (perf_counter
-    seconds) the bisection stops with the largest T refuted so far."""
+    seconds) the bisection stops with the largest T refuted so far.
+
+    Two passes: first with the sum over q alone (no solver; what it refutes the full
+    bound refutes too), then with the whole-groups part from there, to `WHOLE_RTOL`."""
     if cd is None or not math.isfinite(lo) or lo <= 0 or lo >= hi:
         return lo
-    if not refuted(cd, lo):
-        return lo
+
+    def quick(T: float) -> bool:
+        win = atom_windows(cd, T)
+        if win is not None and bool((win[0] > win[1]).any()):
+            return True
+        return refuted_by(cd, T, crossings(cd, T, win)[1])
+
     if not math.isfinite(hi):
         hi = 2 * lo
         for _ in range(64):
-            if time.perf_counter() > deadline:
-                return lo
-            if not refuted(cd, hi):
+            if time.perf_counter() > deadline or not quick(hi):
                 break
             lo, hi = hi, 2 * hi
         else:
             return lo
-    a, b = lo, hi  # a refuted, b not
+    a = _bisect(quick, lo, hi, rtol, deadline) if quick(lo) else lo
+    return _bisect(lambda T: refuted(cd, T), a, hi, max(rtol, WHOLE_RTOL), deadline)
+
+
+def _bisect(test, a: float, b: float, rtol: float, deadline: float) -> float:
+    """The largest T test refutes in [a, b], a known refuted (or the bound to return
+    when nothing is), b not, to rtol; past `deadline` the best so far."""
     while b - a > rtol * b and time.perf_counter() < deadline:
         mid = 0.5 * (a + b)
-        if refuted(cd, mid):
+        if test(mid):
             a = mid
         else:
             b = mid
