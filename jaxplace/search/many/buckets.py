@@ -4,9 +4,13 @@ Each problem starts in the class of `search_spec` (units in 2 sizes per doubling
 rounded up to a power of two) and its own block window (`bucket_window` of it
 alone), so that a problem's padded shape, hence its search, is the same whatever
 other problems share the call unless classes must be merged. While there are more
-classes than `max_programs`, the two whose merge adds the least padded work are
-merged (the merged `Spec` is the elementwise max: k stays a runtime value of the DP,
-the extra table rows unused).
+classes than `max_programs`, two are merged (the merged `Spec` is the elementwise
+max: k stays a runtime value of the DP, the extra table rows unused): two of the
+same window if any (the merged bucket keeps that window, so with the search's
+width-independent random draws a problem's result stays what it is alone), the pair
+whose merge adds the least padded work among them; only when every class has its
+own window, two of different windows (the merged window is recomputed: the members'
+results may then change with their batch mates).
 A bucket compiles one program, so `max_programs` bounds the compiles of a run.
 
 The padded work of a bucket is estimated as (problems) x N x (window or N) x K:
@@ -38,9 +42,14 @@ class Bucket:
     members: list[int] = field(default_factory=list)
     needs: list = field(default_factory=list)  # per member: needed window (None: full)
     sizes: list = field(default_factory=list)  # per member: units (len of bounds)
+    #: (window,) every member has alone, kept through merges of equal windows; None
+    #: after a merge of different ones (then recomputed over the merged shape)
+    shared: tuple | None = None
 
     @property
     def window(self) -> int | None:
+        if self.shared is not None:
+            return self.shared[0]
         return bucket_window(self.spec, self.needs, self.sizes)
 
     def work(self) -> float:
@@ -49,8 +58,10 @@ class Bucket:
         return float(len(self.members)) * self.spec.N * W * rows
 
     def merged(self, other: Bucket) -> Bucket:
+        same = self.shared is not None and self.shared == other.shared
         return Bucket(self.spec.merge(other.spec), self.members + other.members,
-                      self.needs + other.needs, self.sizes + other.sizes)
+                      self.needs + other.needs, self.sizes + other.sizes,
+                      self.shared if same else None)
 
 
 def bucket_window(spec: Spec, needs: list, sizes: list) -> int | None:
@@ -87,7 +98,8 @@ def plan_buckets(classes: list[tuple[Spec, int | None, int]],
     for i, (spec, need, size) in enumerate(classes):
         # a problem's class includes its own window, so that without merges its
         # bucket's shape (and so its search) does not depend on the other problems
-        b = by_spec.setdefault((spec, bucket_window(spec, [need], [size])), Bucket(spec))
+        own = bucket_window(spec, [need], [size])
+        b = by_spec.setdefault((spec, own), Bucket(spec, shared=(own,)))
         b.members.append(i)
         b.needs.append(need)
         b.sizes.append(size)
@@ -97,7 +109,8 @@ def plan_buckets(classes: list[tuple[Spec, int | None, int]],
         for a in range(len(buckets)):
             for b in range(a + 1, len(buckets)):
                 m = buckets[a].merged(buckets[b])
-                extra = m.work() - buckets[a].work() - buckets[b].work()
+                extra = (m.shared is None,
+                         m.work() - buckets[a].work() - buckets[b].work())
                 if best is None or extra < best[0]:
                     best = (extra, a, b, m)
         _, a, b, m = best

@@ -65,7 +65,6 @@ class BucketRun:
 
     def _data(self) -> ManyData:
         from jaxplace.search.programs import neighbour_table
-        from jaxplace.search.request import initial_population
 
         spec, s, P = self.bucket.spec, self.s, self.s.population
         W = spec.width
@@ -87,7 +86,7 @@ class BucketRun:
             key = jax.random.key(s.seed + m.index)
             k_init, k_run = jax.random.split(key)
             if m.dist is None:
-                X0[i] = initial_population(k_init, P, W, None)
+                X0[i] = uniform_start(k_init, P, W)
             else:  # the policy's mode and samples (the default's policy+brkga phase)
                 from jaxplace.policy import greedy_priorities, sample_priorities
 
@@ -274,6 +273,14 @@ def polish_result(problem, lower_bound: float, part, x, evals: int, info: dict,
     return part, x, evals
 
 
+def uniform_start(key, P: int, width: int) -> np.ndarray:
+    """(P, width) float32 uniform keys whose column j does not depend on `width`: drawn
+    as (width, P) and transposed (JAX's partitionable threefry gives element (j, i)
+    the counter j * P + i), so a problem starts the same in any padded shape, a
+    merged bucket's included."""
+    return np.array(jax.random.uniform(key, (width, P)).T, np.float32)
+
+
 def default_group(platform: str) -> int | None:
     """Problems per program call: on CPUs one (a 100-wide population already fills
     a core's vector lanes, so vmapping over problems adds no parallelism, only idle
@@ -299,4 +306,5 @@ def run_bucket(members: list, bucket, settings, cancel: threading.Event | None =
         yield from BucketRun(part, bucket, settings, cancel).results()
 
 
-__all__ = ["BucketRun", "bucket_groups", "default_group", "polish_result", "run_bucket"]
+__all__ = ["BucketRun", "bucket_groups", "default_group", "polish_result", "run_bucket",
+           "uniform_start"]
