@@ -24,13 +24,11 @@ partition as MIP start, `--time-limit` s) to prove the partition optimal. Prints
 instance: our cost, the certified lower bound, the gap, whether proven optimal, and
 whether the MIP incumbent improved on the search.
 
-`--phases`: the cold path of `jp.search_many` on the regal-time suite (`--count`,
-default 30; ks 4,8,16 unless `--ks` is given), phase by phase for every bucket
-program (one problem per call): Python tracing, lowering, XLA compile, the first
-run of one chunk and the steady state (best of 3), in this process; compiled
-fresh (the in-memory caches cleared; set JAXPLACE_CACHE_DIR= to keep the
-persistent cache out). `--xla-options default,O0,cheap` adds XLA CPU option
-candidates (backend optimization level 0; the expensive LLVM passes off).
+`--phases`: the cold path of `jp.search` (per graph: time to the first answer, and
+per compiled program trace, lower, XLA compile, first and steady chunk) and of
+`jp.search_many` (per bucket program, with XLA option candidates `--xla-options
+default,O0,cheap`), on the regal-time suite (`--count`, default 30; ks 4,8,16 unless
+`--ks` is given; `--phases-of search,many`); see `jaxplace.bench.phases`.
 """
 
 from __future__ import annotations
@@ -65,9 +63,13 @@ def add_arguments(p) -> None:
     p.add_argument("--time-limit", type=float, default=60.0,
                    help="dnn suite: seconds for the certificate (exact MIP) per instance")
     p.add_argument("--phases", action="store_true",
-                   help="the cold path of search_many, phase by phase per program")
+                   help="the cold path of jp.search and search_many, phase by phase per "
+                   "compiled program (jaxplace.bench.phases)")
     p.add_argument("--xla-options", default="default",
-                   help="--phases: comma-separated of default, O0, cheap")
+                   help="--phases: comma-separated of default, O0, cheap (search_many)")
+    p.add_argument("--phases-of", default="search,many",
+                   help="--phases: comma-separated of search (jp.search per graph), "
+                   "many (search_many's bucket programs)")
     p.add_argument("--min-nodes", type=int, default=0,
                    help="dnn suite: skip graphs with fewer nodes")
 
@@ -120,90 +122,10 @@ def run_dnn(args) -> int:
     return 0
 
 
-#: XLA CPU compiler options measured by `--phases` (issue 51).
-XLA_OPTIONS = {"default": {}, "O0": {"xla_backend_optimization_level": 0},
-               "cheap": {"xla_llvm_disable_expensive_passes": True}}
-PHASES = ("trace s", "lower s", "XLA compile s", "first chunk s", "steady chunk s")
-
-
-def program_phases(run, options: dict, steps: int = 8) -> list[float]:
-    """Seconds of (trace, lower, compile, first call, steady call) of a `BucketRun`'s
-    program for `steps` steps, compiled with XLA `options`."""
-    import jax
-    import jax.numpy as jnp
-
-    from jaxplace.search.many.program import many_chunk
-
-    data = run._data()
-    state = jax.vmap(run.program.init_state)(run.X0, data.x_seed)
-    count = jnp.int32(steps)
-    jax.clear_caches()
-    t = [time.perf_counter()]
-    traced = many_chunk.trace(run.program, data, state, count)
-    t.append(time.perf_counter())
-    lowered = traced.lower()
-    t.append(time.perf_counter())
-    compiled = lowered.compile(compiler_options=options or None)
-    t.append(time.perf_counter())
-    jax.block_until_ready(compiled(data, state, count))
-    t.append(time.perf_counter())
-    steady = []
-    for _ in range(3):
-        t0 = time.perf_counter()
-        jax.block_until_ready(compiled(data, state, count))
-        steady.append(time.perf_counter() - t0)
-    return [b - a for a, b in zip(t, t[1:], strict=False)] + [min(steady)]
-
-
-def run_phases(args) -> int:
-    """`--phases` (module doc)."""
-    import os
-
-    import jaxplace as jp
-    from jaxplace.bench.search_time import instances
-    from jaxplace.search.many import ManySettings, prepare
-    from jaxplace.search.many.buckets import plan_buckets
-    from jaxplace.search.many.run import BucketRun
-
-    names = [o.strip() for o in args.xla_options.split(",") if o.strip()]
-    bad = [o for o in names if o not in XLA_OPTIONS]
-    if bad:
-        from jaxplace.errors import JaxplaceError
-
-        raise JaxplaceError(f"unknown {', '.join(bad)}; known: {', '.join(XLA_OPTIONS)}",
-                            field="--xla-options")
-    ks = [4, 8, 16] if args.ks == "2,4,8,16,32,64" else [int(k) for k in args.ks.split(",")]
-    count = 30 if args.count is None else args.count
-    t0 = time.perf_counter()
-    probs = [jp.Problem(g, k) for _, g, k in instances(count, ks, args.seed)]
-    prepared = [prepare(p, i) for i, p in enumerate(probs)]
-    t_prep = time.perf_counter() - t0
-    buckets = plan_buckets([p.cls for p in prepared])
-    rows, tot = [], {o: [0.0] * len(PHASES) for o in names}
-    for b in buckets:
-        run = BucketRun([prepared[b.members[0]]], b, ManySettings(), None)
-        for o in names:
-            ph = program_phases(run, XLA_OPTIONS[o])
-            tot[o] = [x + y for x, y in zip(tot[o], ph, strict=True)]
-            rows.append([f"N={b.spec.N} K={b.spec.K} window={b.window}", o,
-                         *[f"{x:.3f}" for x in ph]])
-            print(" | ".join(rows[-1]), flush=True)
-    rows += [[f"total ({len(buckets)} programs)", o, *[f"{x:.3f}" for x in tot[o]]]
-             for o in names]
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    text = (f"search_many cold path, regal-time suite ({count} graphs, k in {ks}, seed "
-            f"{args.seed}); prepare (heuristic orders, classes, policy) {t_prep:.1f} s; "
-            f"load average {load:.1f}\n\n"
-            + markdown_table(["program", "XLA options", *PHASES], rows))
-    print(text)
-    if args.markdown:
-        with open(args.markdown, "w") as f:
-            f.write(text + "\n")
-    return 0
-
-
 def run(args) -> int:
     if getattr(args, "phases", False):
+        from jaxplace.bench.phases import run_phases
+
         return run_phases(args)
     if args.suite == "dnn":
         return run_dnn(args)

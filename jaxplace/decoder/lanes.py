@@ -46,6 +46,9 @@ from jaxplace.decoder.layout import DeviceGraph, Spec
 WINDOW_BLOCKS = 4
 #: Block length of the blocked suffix sum (sequential within, recursive across).
 SUM_BLOCK = 16
+#: DP scans (copies of the DP body in a compiled program): DP_SCANS - 1 growing
+#: windows, then one clamped at 0 (0: WINDOW_BLOCKS growing scans and a sliding one).
+DP_SCANS = 0
 
 
 def table_rows(spec: Spec) -> int:
@@ -180,9 +183,17 @@ def suffix_sum(x: jnp.ndarray, block: int = SUM_BLOCK) -> jnp.ndarray:
 
 
 def _windows(L: int, N: int) -> list[tuple[int, int, int | None]]:
-    """(start, end, length) step ranges. Steps r < L look at l < end (static windows
-    growing block by block); steps r >= L look at the L positions l in (r - L, r]
-    (length None marks the growing ones)."""
+    """(start, end, length) step ranges, one DP scan each. Legacy (DP_SCANS = 0):
+    steps r < L look at l < end (static windows growing block by block, length
+    None); steps r >= L look at the L positions l in (r - L, r]. With DP_SCANS = s:
+    s - 1 growing ranges, then one range to N whose steps look at the L positions
+    from max(0, r - L + 1) (length -L; None when L = N: all positions)."""
+    if DP_SCANS:
+        nb = max(1, min(DP_SCANS, L // 24))
+        width = -(-L // nb)
+        out = [(lo, lo + width, None) for lo in range(0, (nb - 1) * width, width)]
+        out.append(((nb - 1) * width, N, None if L == N else -L))
+        return out
     nb = max(1, min(WINDOW_BLOCKS, L // 24))  # small graphs: one window, fast compile
     width = -(-L // nb)
     out = [(lo, min(lo + width, L), None) for lo in range(0, L, width)]
@@ -276,6 +287,8 @@ def slice_lanes(spec: Spec, g: DeviceGraph, order: jnp.ndarray,
     zero = jnp.zeros((), jnp.int32)
 
     for lo, hi, length in _windows(L, N):
+        clamped = length is not None and length < 0  # DP_SCANS: base = max(0, .)
+        length = None if length is None else abs(length)
         H = hi if length is None else length
 
         def win(A, base, rows=None, H=H, length=length):
@@ -287,17 +300,24 @@ def slice_lanes(spec: Spec, g: DeviceGraph, order: jnp.ndarray,
             starts = (zero,) * (A.ndim - 2) + (base, zero)
             return lax.dynamic_slice(A, starts, A.shape[:-2] + (H, P))
 
-        def step(cr, r, H=H, length=length, win=win):
+        def step(cr, r, H=H, length=length, win=win, clamped=clamped):
             cr = dict(cr)
             # per-step slices read in place (slicing xs per window would copy them)
             x = {key: lax.dynamic_index_in_dim(v, r, 0, False) for key, v in xs.items()}
-            base = zero if length is None else r - (length - 1)
+            if length is None:
+                base = zero
+            elif clamped:
+                base = jnp.maximum(r - (length - 1), 0)
+            else:
+                base = r - (length - 1)
             ell = base + iota[:H, None]  # (H, 1) segment start l
             live = ell <= r
             seg = _segments(spec, g, cr, x, r, win, base, ell, lane)
-            if length is None:
+            if length is None or clamped:
                 seg = jnp.where(live, seg, inf)  # (H, P)
                 first = seg[:1]  # one block from l = 0 (Q[0][0] = 0 there only)
+                if clamped:  # l = 0 is in the window only while base = 0
+                    first = jnp.where(base == 0, first, inf)
             else:
                 first = jnp.full((1, P), inf, dt)  # l = 0 is outside the window
             Q = cr["Q"]
@@ -310,9 +330,11 @@ def slice_lanes(spec: Spec, g: DeviceGraph, order: jnp.ndarray,
                 cp = cr["CP"][r] + x["cv"]
                 cr["CP"] = lax.dynamic_update_slice(cr["CP"], cp[None], (r + 1, zero))
                 cpu = cp[None] - win(cr["CP"], base)
-                if length is None:
+                if length is None or clamped:
                     cpu = jnp.where(live, cpu, inf)
                     cfirst = cpu[:1]
+                    if clamped:
+                        cfirst = jnp.where(base == 0, cfirst, inf)
                 else:
                     cfirst = jnp.full((1, P), inf, dt)
                 col = _cpu_column(spec, Q, seg, cpu, first, cfirst, win, base)
