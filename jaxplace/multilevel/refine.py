@@ -26,6 +26,10 @@ from jaxplace.multilevel.slicing import slice_units
 from jaxplace.problem import Problem
 from jaxplace.reference import kahn_csr
 
+#: Rounds (boundary moves, then a re-slicing) of one level's refinement at most; it
+#: also stops at the first round that does not improve.
+REFINE_ROUNDS = 100
+
 
 @dataclass
 class RefineStats:
@@ -37,6 +41,7 @@ class RefineStats:
     seconds: float = 0.0
     start_cost: float = math.inf
     cost: float = math.inf
+    stopped: str | None = None  # "time limit" or "cancelled" when cut short
 
 
 class BlockState:
@@ -139,24 +144,32 @@ class BlockState:
         return out
 
 
-def _over(deadline: float, cancel) -> bool:
-    return time.perf_counter() >= deadline or (cancel is not None and cancel.is_set())
+def _over(deadline: float, cancel, stats: RefineStats) -> bool:
+    """Cut short? (and why, in `stats.stopped`). `deadline` is math.inf without a
+    time limit: then only counts end a phase, so its result does not depend on load."""
+    if cancel is not None and cancel.is_set():
+        stats.stopped = "cancelled"
+    elif time.perf_counter() >= deadline:
+        stats.stopped = "time limit"
+    return stats.stopped is not None
 
 
 def boundary_moves(state: BlockState, deadline: float, stats: RefineStats,
-                   max_passes: int = 50, slack: float = 0.0, cancel=None) -> None:
+                   max_passes: int = 50, slack: float = 0.0, cancel=None,
+                   max_evals: float = math.inf) -> None:
     """Passes over every block's movable clusters, taking each move that lowers the
     potential (bottleneck, then the sum of block costs): either the bottleneck drops,
     or it does not rise and the blocks' transfers shrink (a smaller cut, which the next
     slicing turns into a lower bottleneck). Stops when a pass moves nothing, after
-    `max_passes`, or at `deadline` (perf_counter)."""
+    `max_passes`, once `stats.evaluations` reaches `max_evals`, or at `deadline`
+    (perf_counter)."""
     k = len(state.cost)
     cap = float(state.cost.max()) * (1 + slack)  # fixed: the slack must not compound
     for _ in range(max_passes):
         moved = 0
         for b in range(k):
             for v, to in state.moves_of(b):
-                if _over(deadline, cancel):
+                if stats.evaluations >= max_evals or _over(deadline, cancel, stats):
                     return
                 A = int(state.a[v])
                 if A != b or not state.movable(v, to):
@@ -178,11 +191,15 @@ def boundary_moves(state: BlockState, deadline: float, stats: RefineStats,
             return
 
 
-def refine(level: Level, assignment: np.ndarray, deadline: float,
-           stats: RefineStats | None = None, slack: float = 0.0, cancel=None
+def refine(level: Level, assignment: np.ndarray, deadline: float = math.inf,
+           stats: RefineStats | None = None, slack: float = 0.0, cancel=None,
+           max_rounds: int = REFINE_ROUNDS, max_evals: float = math.inf
            ) -> tuple[np.ndarray, float]:
-    """(assignment, exact cost) at least as good as `assignment` on this level, by
-    `deadline` (perf_counter) or once `cancel` (a threading.Event) is set."""
+    """(assignment, exact cost) at least as good as `assignment` on this level: rounds
+    of boundary moves and a re-slicing while a round improves, at most `max_rounds`
+    and until about `max_evals` evaluations (moves scored and slicings);
+    cut short at `deadline` (perf_counter) or once `cancel` (a threading.Event) is
+    set (`stats.stopped` says which)."""
     stats = stats or RefineStats()
     t0 = time.perf_counter()
     p = level.problem
@@ -190,9 +207,13 @@ def refine(level: Level, assignment: np.ndarray, deadline: float,
     best = evaluate_partition(p, best_a).bottleneck
     stats.start_cost = best
     cur = best_a
-    while not _over(deadline, cancel):
+    rounds = 0
+    while rounds < max_rounds and stats.evaluations < max_evals and \
+            not _over(deadline, cancel, stats):
+        rounds += 1
         state = BlockState(p, cur)
-        boundary_moves(state, deadline, stats, slack=slack, cancel=cancel)
+        boundary_moves(state, deadline, stats, slack=slack, cancel=cancel,
+                       max_evals=max_evals)
         cands = [state.a.copy()]
         part = slice_units(p, consistent_order(p, state.a, level.order), bound=best)
         stats.slicings += 1
@@ -214,12 +235,14 @@ def refine(level: Level, assignment: np.ndarray, deadline: float,
 
 def perturb_reslice(level: Level, assignment: np.ndarray, deadline: float,
                     rng: np.random.Generator, stats: RefineStats | None = None,
-                    noise: float = 0.1, cancel=None) -> tuple[np.ndarray, float]:
+                    noise: float = 0.1, cancel=None, max_evals: int | None = None
+                    ) -> tuple[np.ndarray, float]:
     """Iterated re-slicing: reorder the clusters inside their blocks (blocks stay in
     pipeline order, so the order is topological) by a perturbed key, slice the new
     order by the exact DP under the incumbent's cost, keep improvements. Keys cycle
     through: clusters fed from earlier blocks first and feeding later blocks last,
-    the level's DFS order, and random; each with Gaussian noise."""
+    the level's DFS order, and random; each with Gaussian noise. Stops after
+    `max_evals` re-slicings (None: no count), or cut short like `refine`."""
     stats = stats or RefineStats()
     t0 = time.perf_counter()
     p = level.problem
@@ -232,7 +255,7 @@ def perturb_reslice(level: Level, assignment: np.ndarray, deadline: float,
     pos[level.order] = np.arange(n) / max(n, 1)
     e = g.edges
     it = 0
-    while not _over(deadline, cancel):
+    while (max_evals is None or it < max_evals) and not _over(deadline, cancel, stats):
         mode = it % 3
         it += 1
         if mode == 0:

@@ -4,12 +4,19 @@
    then Kahn's order by node index, kept when it slices better.
 2. A V-cycle coarsens the graph without splitting the incumbent's blocks (so the
    incumbent survives on every level), optionally searches the coarsest level with a
-   flat method of `jaxplace.search` (the first cycle only, seeded with the incumbent),
-   then refines level by level down to the placement units (`refine`), keeping the
-   best partition by its exact cost. Cycles repeat with new random tie-breaks until
-   the time limit, or until PATIENCE_CYCLES cycles in a row bring nothing (at once
-   when the graph has a single level).
+   flat method of `jaxplace.search` (the first cycle only, seeded with the incumbent,
+   COARSE_EVALS evaluations), then refines level by level down to the placement units
+   (`refine`, REFINE_EVALS evaluations per cluster of a level), keeping the best
+   partition by its exact cost. Later cycles re-slice
+   perturbed orders of the coarsest level first (ILS_EVALS re-slicings). Cycles
+   repeat with new random tie-breaks until PATIENCE_CYCLES in a row bring nothing
+   (at once when the graph has a single level), at most MAX_CYCLES.
 3. The answer is the best order sliced by the DP, so its priorities decode to it.
+
+Every phase stops on counts (evaluations, rounds, cycles), so without a time limit
+the same seed gives the same answer at any machine load. A time limit (the user's)
+cuts the same schedule short: each phase gets a share of the time, and a result the
+clock cut short says so (`interrupted`, `info["stopped"] == "time limit"`).
 
 Every level's partition costs exactly what its projection costs on the original graph
 (`coarsen`), so the search never reports a cost it did not evaluate.
@@ -39,18 +46,24 @@ from jaxplace.search.stop import Progress
 #: time compiling and does not leave its first solution, while this one returns at
 #: least it within the limit; at 1,000 ops both end at the DFS cost (30 s).
 MULTILEVEL_MIN_NODES = 2000
-#: Seconds of search when the request has no time limit.
-DEFAULT_SECONDS = 60.0
-#: Share of the time limit for the flat search of the coarsest level (first cycle).
+#: Evaluations of the flat search of the coarsest level (first cycle; option
+#: coarse_evals).
+COARSE_EVALS = 4_000
+#: Under a time limit, the share of it the coarse search may use.
 COARSE_SHARE = 0.35
 #: Flat method for the coarsest level ("none": skip it).
 COARSE_METHOD = "brkga"
-#: Seconds (at most) and share of the time left for re-slicing perturbed orders on
-#: the coarsest level of every V-cycle after the first.
-ILS_SECONDS = 10.0
+#: Re-slicings of perturbed orders on the coarsest level in every V-cycle after the
+#: first (option ils_evals); under a time limit at most ILS_SHARE of the time left.
+ILS_EVALS = 40
 ILS_SHARE = 0.3
+#: Evaluations (moves scored, slicings) of one level's refinement per cluster of the
+#: level (option refine_evals): 2,000 ops converge at about 25 per cluster.
+REFINE_EVALS = 8
 #: V-cycles in a row without improvement after which the search stops early.
-PATIENCE_CYCLES = 4
+PATIENCE_CYCLES = 2
+#: V-cycles at most (option max_cycles).
+MAX_CYCLES = 6
 #: Share of the time limit held back for the final slicing and the answer.
 RESERVE_SHARE = 0.04
 
@@ -103,20 +116,28 @@ def multilevel_search(req) -> Result:
     """Run the multilevel search for a `SearchRequest` (see the module doc).
 
     Options (`req.options`): coarsest (clusters, default COARSEST_UNITS),
-    coarse_method (default COARSE_METHOD), coarse_share (COARSE_SHARE), slack
-    (relative cost slack of the transfer-reducing moves, default 0.05).
+    coarse_method (default COARSE_METHOD), coarse_evals (COARSE_EVALS), coarse_share
+    (COARSE_SHARE), ils_evals (ILS_EVALS), refine_evals (REFINE_EVALS), max_cycles
+    (MAX_CYCLES), slack (relative cost slack of the transfer-reducing moves, default
+    0.05).
     """
     p = req.problem
     check_memory(p)
     opts = dict(req.options)
     coarsest = int(opts.pop("coarsest", COARSEST_UNITS))
     coarse_method = str(opts.pop("coarse_method", COARSE_METHOD))
+    coarse_evals = int(opts.pop("coarse_evals", COARSE_EVALS))
     coarse_share = float(opts.pop("coarse_share", COARSE_SHARE))
+    ils_evals = int(opts.pop("ils_evals", ILS_EVALS))
+    max_cycles = int(opts.pop("max_cycles", MAX_CYCLES))
+    refine_evals = float(opts.pop("refine_evals", REFINE_EVALS))
     slack = float(opts.pop("slack", 0.05))
-    limit = req.stop.time_limit if req.stop.time_limit is not None else DEFAULT_SECONDS
-    end = req.start + limit * (1 - RESERVE_SHARE)
+    limit = req.stop.time_limit
+    # no time limit: no deadline anywhere, every phase ends on its counts
+    end = math.inf if limit is None else req.start + limit * (1 - RESERVE_SHARE)
     rng = np.random.default_rng(req.seed)
     info = {"levels": [], "cycles": 0, "per_level": []}
+    cut: set[str] = set()  # why phases were cut short ("time limit", "cancelled")
 
     base = unit_level(p)
     track = _Tracker(req, base)
@@ -146,12 +167,18 @@ def multilevel_search(req) -> Result:
                       method="multilevel", lower_bound=req.lower_bound,
                       info={**info, "cycles": 0})
 
-    def stopped() -> bool:
-        return (time.perf_counter() >= end or req.stop.cancelled()
-                or req.stop.reached(track.cost))
+    def stopped() -> bool:  # (a phase cut short, e.g. an abandoned coarse search,
+        # marks the result but does not stop the next phases)
+        if req.stop.cancelled():
+            cut.add("cancelled")
+            return True
+        if time.perf_counter() >= end:
+            cut.add("time limit")
+            return True
+        return req.stop.reached(track.cost)
 
     cycle, idle = 0, 0
-    while not stopped() and idle < PATIENCE_CYCLES:
+    while cycle < max_cycles and idle < PATIENCE_CYCLES and not stopped():
         before = track.cost
         levels = coarsen(p, coarsest=coarsest, block=to_nodes(base, track.best_a),
                          base=base, rng=rng if cycle else None, should_stop=stopped)
@@ -161,13 +188,16 @@ def multilevel_search(req) -> Result:
         a = np.empty(top.size, np.int64)
         a[top.node_cluster] = to_nodes(base, track.best_a)
         if cycle == 0 and coarse_method != "none" and len(levels) > 1:
-            a = _coarse_search(req, top, a, coarse_method, coarse_share * limit, track,
-                               info)
+            seconds = None if limit is None else min(
+                coarse_share * limit, 0.9 * limit - (time.perf_counter() - req.start))
+            a = _coarse_search(req, top, a, coarse_method, coarse_evals, seconds, track,
+                               info, cut)
         elif cycle > 0 and len(levels) > 1:  # reorder inside blocks on the coarsest level
             stats = RefineStats()
-            span = min(ILS_SECONDS, ILS_SHARE * (end - time.perf_counter()))
+            span = ILS_SHARE * (end - time.perf_counter())
             a, cost = perturb_reslice(top, a, time.perf_counter() + span, rng, stats,
-                                      cancel=req.stop.cancel)
+                                      cancel=req.stop.cancel, max_evals=ils_evals)
+            _note_cut(cut, stats)
             track.evaluations += stats.evaluations
             info["per_level"].append({"cycle": cycle, "level": len(levels) - 1,
                                       "size": top.size, "evaluations": stats.evaluations,
@@ -179,11 +209,14 @@ def multilevel_search(req) -> Result:
             lv = levels[i]
             if i < len(levels) - 1:
                 a = to_finer(lv, a)
-            # finer levels are slower to refine: time in proportion to level size
+            # under a time limit, finer levels (slower to refine) get time in
+            # proportion to their size
             share = lv.size / sum(levels[j].size for j in range(i + 1))
             deadline = time.perf_counter() + (end - time.perf_counter()) * share
             stats = RefineStats()
-            a, cost = refine(lv, a, deadline, stats, slack=slack, cancel=req.stop.cancel)
+            a, cost = refine(lv, a, deadline, stats, slack=slack, cancel=req.stop.cancel,
+                             max_evals=refine_evals * lv.size)
+            _note_cut(cut, stats)
             track.evaluations += stats.evaluations
             info["per_level"].append({"cycle": cycle, "level": i, "size": lv.size,
                                       "evaluations": stats.evaluations,
@@ -203,24 +236,31 @@ def multilevel_search(req) -> Result:
     part = Partition(part.order, part.cuts, part.assignment, cost)
     history = History(*(np.asarray(c) for c in zip(*track.rows, strict=True))) \
         if track.rows else History.empty()
+    if cut:
+        info["stopped"] = "cancelled" if "cancelled" in cut else "time limit"
     return Result(cost=cost, partition=part, priorities=order_to_priorities(part.order),
                   evaluations=track.evaluations,
                   wall_time=time.perf_counter() - req.start, history=history,
                   method="multilevel", lower_bound=req.lower_bound,
-                  interrupted=req.stop.cancelled() or time.perf_counter() >= end,
-                  info=info)
+                  interrupted=bool(cut), info=info)
 
 
-def _coarse_search(req, top: Level, a: np.ndarray, method: str, seconds: float,
-                   track: _Tracker, info: dict) -> np.ndarray:
-    """The coarsest level searched by a flat method seeded with the incumbent; returns
-    the better of its answer and `a` (a block per coarsest cluster)."""
+def _note_cut(cut: set, stats: RefineStats) -> None:
+    if stats.stopped is not None:
+        cut.add(stats.stopped)
+
+
+def _coarse_search(req, top: Level, a: np.ndarray, method: str, evals: int,
+                   seconds: float | None, track: _Tracker, info: dict, cut: set
+                   ) -> np.ndarray:
+    """The coarsest level searched by a flat method seeded with the incumbent, for
+    `evals` evaluations (and at most `seconds` under a time limit); returns the better
+    of its answer and `a` (a block per coarsest cluster)."""
     from jaxplace.search.api import search
     from jaxplace.search.stop import StopRule
 
-    seconds = min(seconds, req.start + (req.stop.time_limit or DEFAULT_SECONDS) * 0.9
-                  - time.perf_counter())
-    if seconds <= 1:
+    if seconds is not None and seconds <= 1:
+        cut.add("time limit")
         return a
     qp = top.problem
     seed_x = order_to_priorities(consistent_order(qp, a, top.order))
@@ -229,29 +269,38 @@ def _coarse_search(req, top: Level, a: np.ndarray, method: str, seconds: float,
 
     def work():
         try:
-            box["res"] = search(qp, method, seed=req.seed,
+            box["res"] = search(qp, method, seed=req.seed, budget=evals,
                                 stop=StopRule(seconds, None, None, cancel),
                                 seeds=seed_x[None], progress=False)
         except Exception as e:  # noqa: BLE001 (the cycle goes on without it)
             box["error"] = f"{type(e).__name__}: {e}"
 
-    # compiling the coarse programs cannot be interrupted: past its share the search
-    # is abandoned (cancelled, it stops after its chunk in flight) and the cycle goes on
-    thread = threading.Thread(target=work, daemon=True)
+    # compiling the coarse programs cannot be interrupted: under a time limit, past
+    # its share the search is abandoned (cancelled, it stops after its chunk in
+    # flight) and the cycle goes on; without one it runs to its evaluations. Not a
+    # daemon: a daemon thread still compiling when the interpreter exits is killed
+    # inside XLA's C++ and aborts the process ("FATAL: exception not rethrown"), so
+    # the exit waits for it instead
+    thread = threading.Thread(target=work, daemon=False)
     thread.start()
-    give_up = t0 + seconds * 1.1 + 1.0
+    give_up = math.inf if seconds is None else t0 + seconds * 1.1 + 1.0
     while thread.is_alive() and time.perf_counter() < give_up:
         thread.join(timeout=0.2)
         if req.stop.cancelled():
             cancel.set()
+            cut.add("cancelled")
             break
     if "res" not in box:
         cancel.set()
+        if "error" not in box and "cancelled" not in cut:
+            cut.add("time limit")
         info["coarse"] = {"method": method, "size": qp.n, "evaluations": 0,
                           "seconds": time.perf_counter() - t0,
                           "abandoned": "error" not in box, "error": box.get("error")}
         return a
     res = box["res"]
+    if res.interrupted:
+        cut.add("cancelled" if cancel.is_set() else "time limit")
     track.evaluations += res.evaluations
     info["coarse"] = {"method": method, "size": qp.n, "evaluations": res.evaluations,
                       "seconds": time.perf_counter() - t0, "cost": res.cost}
