@@ -46,15 +46,8 @@ def shift_search(problem: Problem, x0, *, steps: int, batch: int = 64, moves: in
     (Spec, DeviceGraph) of the problem when already built; `window`: see
     `DecodeFitness`.
     """
-    if device is None:
-        from jaxplace.decoder.layout import device_graph
-
-        device = device_graph(problem)
-    spec, g = device
-    X0 = np.zeros((1, spec.width), np.float32)
-    X0[0, :problem.n] = np.asarray(x0, np.float32)[:problem.n]
-    data = SearchData(g=g, nbr=neighbour_table(problem, spec.width),
-                      nn=jnp.asarray(problem.n, jnp.int32))
+    program, data, X0 = _setup(problem, x0, batch, moves, focus, device, window)
+    spec = program.spec
     update = None
     if focus > 0:
         data = data.replace(pool=bottleneck_pool(problem, X0[0], spec.width))
@@ -63,9 +56,39 @@ def shift_search(problem: Problem, x0, *, steps: int, batch: int = 64, moves: in
             return data.replace(pool=bottleneck_pool(problem, np.asarray(carry[0]),
                                                      spec.width))
 
-    return run_program(ShiftSearch(spec, batch, moves, focus, window), data, jax.random.key(seed),
-                       X0, steps, run or Run(phase="local"), patience=patience,
-                       update=update, chunk=chunk)
+    return run_program(program, data, jax.random.key(seed), X0, steps,
+                       run or Run(phase="local"), patience=patience, update=update,
+                       chunk=chunk)
 
 
-__all__ = ["bottleneck_pool", "shift_search"]
+def compile_shift_ahead(problem: Problem, *, steps: int, batch: int = 64, moves: int = 3,
+                        focus: float = 0.0, chunk: int | None = None, device=None,
+                        window: int | None = None) -> None:
+    """Start compiling the program of `shift_search` with these arguments (the start
+    x0 aside) on a background thread (`jaxplace.search.driver.compile_ahead`): called
+    before an earlier phase, the local search's compile overlaps it."""
+    from jaxplace.search.driver import compile_ahead
+
+    program, data, X0 = _setup(problem, None, batch, moves, focus, device, window)
+    if focus > 0:
+        W = program.spec.width
+        data = data.replace(pool=(jnp.zeros(W, jnp.int32), jnp.asarray(0, jnp.int32)))
+    compile_ahead(program, data, X0, steps, chunk=chunk)
+
+
+def _setup(problem: Problem, x0, batch, moves, focus, device, window):
+    """(ShiftSearch, SearchData without the focus pool, (1, width) X0) of a search."""
+    if device is None:
+        from jaxplace.decoder.layout import device_graph
+
+        device = device_graph(problem)
+    spec, g = device
+    X0 = np.zeros((1, spec.width), np.float32)
+    if x0 is not None:
+        X0[0, :problem.n] = np.asarray(x0, np.float32)[:problem.n]
+    data = SearchData(g=g, nbr=neighbour_table(problem, spec.width),
+                      nn=jnp.asarray(problem.n, jnp.int32))
+    return ShiftSearch(spec, batch, moves, focus, window), data, X0
+
+
+__all__ = ["bottleneck_pool", "compile_shift_ahead", "shift_search"]
