@@ -107,3 +107,15 @@ def test_compile_ahead_gives_the_same_search_and_compiles_once():
     want = shift_search(problem, x0, seed=3, **kw)
     assert got.best_f == want.best_f and got.evaluations == want.evaluations
     np.testing.assert_array_equal(got.best_x, want.best_x)
+
+
+def test_ahead_signature_takes_python_scalars_in_the_data():
+    import jax.numpy as jnp
+
+    from jaxplace.search import driver
+    from jaxplace.search.brkga import BRKGA
+
+    params = BRKGA(10, jnp.zeros(5)).default_params  # Python floats as leaves
+    sig = driver._signature("program", (params, jnp.zeros(3), jnp.int32(0)))
+    assert sig == driver._signature("program", (params, jnp.ones(3), jnp.int32(4)))
+    assert sig != driver._signature("program", (params, jnp.zeros(4), jnp.int32(0)))

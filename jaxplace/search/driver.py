@@ -223,9 +223,12 @@ _AHEAD_LOCK = threading.Lock()
 
 
 def _signature(program: Program, args) -> tuple:
+    """What selects the compiled program: the program, the arguments' tree, shapes,
+    dtypes and weak types (leaves may be Python scalars, e.g. BRKGA's fractions)."""
     leaves, tree = jax.tree.flatten(args)
-    return (program, tree, tuple((a.shape, str(a.dtype), bool(getattr(a, "weak_type", False)))
-                                 for a in leaves))
+    return (program, tree, tuple(
+        (np.shape(a), str(getattr(a, "dtype", type(a).__name__)),
+         bool(getattr(a, "weak_type", False))) for a in leaves))
 
 
 def compile_ahead(program: Program, data: SearchData, X0, steps: int, *,
