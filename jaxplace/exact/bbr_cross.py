@@ -33,6 +33,7 @@ it). CPU blocks pay no transfers, so none of this applies when CPUs may be used.
 
 from __future__ import annotations
 
+import itertools
 import math
 import time
 from dataclasses import dataclass, field
@@ -58,6 +59,11 @@ MAX_CELLS = 8_000_000
 #: Branch-and-bound nodes for the whole-groups independent set (its dual bound is used).
 MWIS_NODES = 100
 
+#: Group triples: from atoms whose hull-sharing groups number 3 to MAX_STAR, at most
+#: MAX_TRIPLES in all (any subset of the constraints is valid).
+MAX_STAR = 8
+MAX_TRIPLES = 4000
+
 #: Relative precision of the bisection with the whole-groups part (each step solves
 #: an independent set).
 WHOLE_RTOL = 1e-5
@@ -79,8 +85,9 @@ class CrossData:
       positions of its two atoms in the group's atom list.
     - `gsize`: (G,) group sizes / B; `ends`: (G,) atoms per group (capped at MAX_ENDS
       for the pairs); `total_work`, `total_param`, `K`, `cap`, `memory`, `bandwidth`.
-    - `group_a`, `group_b`: the two groups of every group pair hull (the last rows:
-      groups whose hulls share an atom);
+    - `group_a`, `group_b`: the two groups of every group pair hull (rows after the
+      atom pairs: groups whose hulls share an atom); `group_t`: (N, 3) the groups of
+      every group triple hull (the last rows: three hulls sharing an atom);
     - `pair_a`, `pair_b`: the two atoms of every pair; `ends_flat`, `ends_ptr`: the
       atoms of every group (CSR); `station`, `atom_of`: the station windows' data and
       the atom of every node (None: no windows).
@@ -109,6 +116,7 @@ class CrossData:
     atom_of: np.ndarray = None
     group_a: np.ndarray = None
     group_b: np.ndarray = None
+    group_t: np.ndarray = None
     whole_memo: dict = field(default_factory=dict)  # (q, apart) -> `_whole_most`
 
 
@@ -177,6 +185,18 @@ def cross_data(m: Model) -> CrossData | None:
     ga, gb = ga[:keep], gb[:keep]
     hulls += [(gdn[a] | gdn[b], gup[a] | gup[b]) for a, b in zip(ga.tolist(), gb.tolist(),
                                                                  strict=True)]
+    # triples of groups whose hulls share an atom (all three whole: one block)
+    trip: set[tuple[int, int, int]] = set()
+    room = min(MAX_TRIPLES, max(0, MAX_CELLS // A - len(hulls)))
+    for v in range(A):
+        star = np.flatnonzero(gh[:, v] > 0).tolist()
+        if 3 <= len(star) <= MAX_STAR:
+            trip.update(itertools.combinations(star, 3))
+        if len(trip) >= room:
+            break
+    gt = np.asarray(sorted(trip)[:room], dtype=np.int64).reshape(-1, 3)
+    hulls += [(gdn[a] | gdn[b] | gdn[c], gup[a] | gup[b] | gup[c])
+              for a, b, c in gt.tolist()]
     work = np.asarray(m.work, dtype=np.float64)
     param = np.asarray(m.param, dtype=np.float64)
     Hb = np.stack([_bits(dn & up, A) for dn, up in hulls])  # (hulls, A) bool
@@ -219,7 +239,7 @@ def cross_data(m: Model) -> CrossData | None:
         pair_a=np.asarray(pa, dtype=np.int64), pair_b=np.asarray(pb, dtype=np.int64),
         ends_flat=np.asarray(flat, dtype=np.int64), ends_ptr=np.asarray(ptr, dtype=np.int64),
         station=m.station, atom_of=m.atom_of, group_a=ga.astype(np.int64),
-        group_b=gb.astype(np.int64))
+        group_b=gb.astype(np.int64), group_t=gt)
 
 
 def atom_windows(cd: CrossData, T: float, A: int | None = None):
@@ -291,7 +311,8 @@ def _crossings(cd: CrossData, T: float, win=None):
         apart = (np.maximum.reduceat(lo[cd.ends_flat], starts)
                  > np.minimum.reduceat(hi[cd.ends_flat], starts))
         pairs = (hi[cd.pair_a] < lo[cd.pair_b]) | (hi[cd.pair_b] < lo[cd.pair_a])
-        over_cap = over_cap | np.r_[apart, pairs, np.zeros(len(cd.group_a), dtype=bool)]
+        over_cap = over_cap | np.r_[apart, pairs, np.zeros(len(cd.group_a) + len(cd.group_t),
+                                                            dtype=bool)]
     forced = np.zeros(G, dtype=bool)
     for _ in range(ROUNDS):
         conflict = over_cap | (base + _paid(cd, forced) > Tc)
@@ -312,40 +333,48 @@ def _crossings(cd: CrossData, T: float, win=None):
         for s, e in zip(starts.tolist(), ends.tolist(), strict=True):
             g = int(groups[s])
             q[g] = max(q[g], _clique(int(cd.ends[g]), xs[s:e], ys[s:e]))
-    return forced, q, conflict[G + P:]
+    return forced, q, conflict[G + P:]  # group pairs, then group triples
 
 
 def _whole_most(cd: CrossData, q: np.ndarray, apart: np.ndarray) -> float:
     """An upper bound on the size of the groups a split holds whole, each counted
     twice (what they save over being cut): only groups with q = 0 can be, and two
-    whose hulls overlap can only if their union fits (`apart` false). A weighted
-    independent set, solved by HiGHS (scipy) with a node limit; its dual bound."""
+    whose hulls overlap can only if their union fits (`apart` false), three likewise.
+    A weighted independent set, solved by HiGHS (scipy) with a node limit; its dual
+    bound."""
     free = q == 0
     w = 2.0 * cd.gsize * free
     total = float(w.sum())
-    sel = apart & free[cd.group_a] & free[cd.group_b]
-    if total <= 0 or not sel.any():
+    npair = len(cd.group_a)
+    sel = apart[:npair] & free[cd.group_a] & free[cd.group_b]
+    tsel = apart[npair:] & free[cd.group_t].all(1)
+    if total <= 0 or not (sel.any() or tsel.any()):
         return total
-    key = (free.tobytes(), sel.tobytes())  # nearby guesses often share it
+    key = (free.tobytes(), sel.tobytes(), tsel.tobytes())  # nearby guesses share it
     if (hit := cd.whole_memo.get(key)) is not None:
         return hit
     if len(cd.whole_memo) > 4096:
         cd.whole_memo.clear()
-    cd.whole_memo[key] = out = _independent(cd, w, total, sel)
+    cd.whole_memo[key] = out = _independent(cd, w, total, sel, tsel)
     return out
 
 
-def _independent(cd: CrossData, w: np.ndarray, total: float, sel: np.ndarray) -> float:
-    """`_whole_most` for the conflicts `sel` (uncached)."""
-    a, b = cd.group_a[sel], cd.group_b[sel]
-    used = np.unique(np.r_[a, b])  # groups in some conflict; the others are free
+def _independent(cd: CrossData, w: np.ndarray, total: float, sel: np.ndarray,
+                 tsel: np.ndarray) -> float:
+    """`_whole_most` for the conflicting pairs `sel` (at most one whole) and triples
+    `tsel` (at most two) (uncached)."""
+    pairs, trips = np.c_[cd.group_a[sel], cd.group_b[sel]], cd.group_t[tsel]
+    used = np.unique(np.r_[pairs.ravel(), trips.ravel()])  # the others: all whole
     idx = np.full(len(w), -1, dtype=np.int64)
     idx[used] = np.arange(len(used))
-    rows = np.repeat(np.arange(len(a)), 2)
-    cols = np.c_[idx[a], idx[b]].ravel()
-    A = coo_array((np.ones(len(rows)), (rows, cols)), shape=(len(a), len(used))).tocsr()
+    rows = np.r_[np.repeat(np.arange(len(pairs)), 2),
+                 len(pairs) + np.repeat(np.arange(len(trips)), 3)]
+    cols = np.r_[idx[pairs].ravel(), idx[trips].ravel()]
+    nrow = len(pairs) + len(trips)
+    A = coo_array((np.ones(len(rows)), (rows, cols)), shape=(nrow, len(used))).tocsr()
+    ub = np.r_[np.ones(len(pairs)), np.full(len(trips), 2.0)]
     res = milp(-w[used], integrality=np.ones(len(used)), bounds=(0, 1),
-               constraints=LinearConstraint(A, -np.inf, 1.0),
+               constraints=LinearConstraint(A, -np.inf, ub),
                options={"node_limit": MWIS_NODES, "presolve": True})
     dual = getattr(res, "mip_dual_bound", None)
     if dual is None or not np.isfinite(dual):
