@@ -102,3 +102,16 @@ def test_under_a_time_limit_the_count_also_stops_at_its_deadline():
     assert count_problem_ideals(p, 60_000) == n + 1
     assert count_problem_ideals(p, 60_000, deadline=time.perf_counter() - 1) is None
     assert p.objective_impl.exact_fits(p, deadline=time.perf_counter() - 1) is None
+
+
+@pytest.mark.heavy
+@pytest.mark.parametrize("model", MODELS)
+def test_a_time_limit_of_60_s_searches_5000_op_graphs_of_every_family(model):
+    """Issue 51's target: `partition --time-limit 60` on 5,000-op graphs of every
+    family searches (more than the first solution) and ends within the limit (the
+    multilevel path; the facts before it cost under a second)."""
+    p = jp.Problem(regal(0, n=5000, model=model), 16)
+    res = jp.search(p, time_limit=60, progress=False)
+    assert res.evaluations > 1, model
+    assert res.wall_time <= 60 * 1.05, (model, res.wall_time)
+    assert res.info["exact_check_s"] < 60 * 0.02 + 1.0, model
