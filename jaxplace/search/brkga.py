@@ -98,9 +98,13 @@ class BRKGA(PopulationBasedAlgorithm):
         row = jnp.arange(pop)
         elite_parent = jax.random.randint(k_e, (pop,), 0, ne)
         other_parent = jax.random.randint(k_o, (pop,), ne, pop)
-        from_elite = jax.random.uniform(k_gene, (pop, n)) < params.rho
+        # genes drawn as (n, pop) and transposed: with jax_threefry_partitionable,
+        # element (j, i) comes from counter j * pop + i, so a real gene's draw does not
+        # depend on the padded width n (a problem searched alone or padded wider in a
+        # search_many bucket draws the same numbers)
+        from_elite = jax.random.uniform(k_gene, (n, pop)).T < params.rho
         child = jnp.where(from_elite, ranked[elite_parent], ranked[other_parent])
-        mutant = jax.random.uniform(k_mut, (pop, n), dtype=ranked.dtype)
+        mutant = jax.random.uniform(k_mut, (n, pop), dtype=ranked.dtype).T
         population = jnp.where((row < ne)[:, None], ranked,
                                jnp.where((row < ne + nm)[:, None], mutant, child))
         return population, state

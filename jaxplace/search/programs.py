@@ -158,10 +158,13 @@ def neighbour_table(problem: Problem, N: int):
     return jnp.asarray(table), jnp.asarray(deg)
 
 
-def order_priorities(order: jnp.ndarray, N: int) -> jnp.ndarray:
-    """(N,) float32 priorities under which Kahn reproduces the topological `order`."""
+def order_priorities(order: jnp.ndarray, N: int, n=None) -> jnp.ndarray:
+    """(N,) float32 priorities under which Kahn reproduces the topological `order`:
+    (n - i) / n at position i, n the real length (default N; positions >= n are
+    padding), so the spacing of the real positions does not depend on the padding."""
+    n = N if n is None else n
     return jnp.zeros(N, jnp.float32).at[order].set(
-        (N - jnp.arange(N, dtype=jnp.float32)) / N)
+        (n - jnp.arange(N, dtype=jnp.float32)) / n)
 
 
 # -- programs -------------------------------------------------------------------------
@@ -283,9 +286,9 @@ class RandomProgram:
 class ShiftSearch:
     """Batched local search on the order: (1 + batch) with plateau moves and restarts.
 
-    The incumbent is kept in canonical form x[order[i]] = (N - i) / N, so a candidate
-    that gives node v the priority of node u plus or minus half a step asks Kahn to
-    emit v right before or after u (as far as the precedences allow). Each candidate
+    The incumbent is kept in canonical form x[order[i]] = (n - i) / n (n real units), so
+    a candidate that gives node v the priority of node u plus or minus half a step asks
+    Kahn to emit v right before or after u (as far as the precedences allow). Each candidate
     applies `moves` such shifts (the first to a random node, the others each with
     probability 1/2). Moves to a neighbour's position and to random positions are
     mixed. The best candidate replaces the incumbent when it is no worse (walking
@@ -314,7 +317,7 @@ class ShiftSearch:
     def canonical(self, data, x):
         g = data.g
         order = orders_of(self.spec, g, x[None])[0]
-        u = order_priorities(order, self.spec.N)  # (N,) per unit
+        u = order_priorities(order, self.spec.N, g.n)  # (N,) per unit
         if not self.spec.NX:
             return u
         return jnp.take(u, g.unit_of[:self.spec.width], mode="fill", fill_value=0.0)
@@ -343,7 +346,8 @@ class ShiftSearch:
             pu = pool[jax.random.randint(k_b, shape, 0, jnp.maximum(cnt, 1))]
             j = jax.random.randint(k_f, shape, 0, jnp.maximum(deg[v], 1))
             u = jnp.where(foc, jnp.where(near, nbr[v, j], pu), u)
-        side = jnp.where(jax.random.bernoulli(k_s, 0.5, shape), 0.5, -0.5) / self.spec.N
+        # half the canonical spacing 1 / (real units): independent of the padding
+        side = jnp.where(jax.random.bernoulli(k_s, 0.5, shape), 0.5, -0.5) / data.g.n
         on = jax.random.bernoulli(k_on, 0.5, shape).at[:, 0].set(True)
         X = jnp.broadcast_to(x, (P, N))
         rows = jnp.arange(P)[:, None]
