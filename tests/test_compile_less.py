@@ -86,36 +86,3 @@ def test_first_answer_before_any_compiled_program(monkeypatch):
         min(best_heuristic, reports[0].best_cost), rel=1e-12)
     assert res.cost <= min(r.best_cost for r in reports[:first]) * (1 + 1e-9)
 
-
-def test_compile_ahead_gives_the_same_search_and_compiles_once():
-    from compiles import count_compiles
-
-    from jaxplace.decoder.layout import device_graph, search_spec
-    from jaxplace.search import driver
-    from jaxplace.search.local import compile_shift_ahead, shift_search
-
-    problem = jp.Problem(next(iter(regal_set(1, seed=7, n_range=(40, 50)))), 16)
-    device = device_graph(problem, search_spec(problem))
-    x0 = np.linspace(1, 0, problem.n)
-    kw = dict(steps=24, batch=16, focus=0.5, chunk=8, device=device, window=None)
-    jax.clear_caches()
-    with count_compiles() as counts:
-        compile_shift_ahead(problem, **kw)
-        got = shift_search(problem, x0, seed=3, **kw)
-    assert counts["_loop_chunk"] == 1 and not driver._AHEAD
-    jax.clear_caches()
-    want = shift_search(problem, x0, seed=3, **kw)
-    assert got.best_f == want.best_f and got.evaluations == want.evaluations
-    np.testing.assert_array_equal(got.best_x, want.best_x)
-
-
-def test_ahead_signature_takes_python_scalars_in_the_data():
-    import jax.numpy as jnp
-
-    from jaxplace.search import driver
-    from jaxplace.search.brkga import BRKGA
-
-    params = BRKGA(10, jnp.zeros(5)).default_params  # Python floats as leaves
-    sig = driver._signature("program", (params, jnp.zeros(3), jnp.int32(0)))
-    assert sig == driver._signature("program", (params, jnp.ones(3), jnp.int32(4)))
-    assert sig != driver._signature("program", (params, jnp.zeros(4), jnp.int32(0)))

@@ -13,10 +13,8 @@ target, patience, cancel event); Ctrl-C keeps the best found so far.
 from __future__ import annotations
 
 import math
-import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -166,9 +164,6 @@ def run_program(program: Program, data: SearchData, key: jax.Array, X0, steps: i
     carry = program.blank(data, k0, X0)
     best_x, best_f = X0[0], jnp.asarray(jnp.inf, jnp.float32)
     steps, chunk = _steps_and_chunk(program, steps, chunk)
-    if _AHEAD:
-        _wait_ahead(program, (data, carry, best_x, best_f, jax.random.split(k0, chunk),
-                              jnp.int32(0)))
     loop, done, interrupted, stale = _Loop(), 0, False, False
     step_time = None
     pbar = run.pbar if run.pbar is not None else bar(
@@ -217,57 +212,6 @@ def _steps_and_chunk(program: Program, steps: int, chunk: int | None) -> tuple[i
     return steps // chunk * chunk, chunk  # equal chunks (one compiled program)
 
 
-#: Chunk programs compiling on background threads (`compile_ahead`), by signature.
-_AHEAD: dict[tuple, Future] = {}
-_AHEAD_LOCK = threading.Lock()
-
-
-def _signature(program: Program, args) -> tuple:
-    """What selects the compiled program: the program, the arguments' tree, shapes,
-    dtypes and weak types (leaves may be Python scalars, e.g. BRKGA's fractions)."""
-    leaves, tree = jax.tree.flatten(args)
-    return (program, tree, tuple(
-        (np.shape(a), str(getattr(a, "dtype", type(a).__name__)),
-         bool(getattr(a, "weak_type", False))) for a in leaves))
-
-
-def compile_ahead(program: Program, data: SearchData, X0, steps: int, *,
-                  chunk: int | None = None) -> None:
-    """Compile, on a background thread, the chunk program that `run_program(program,
-    data, key, X0, steps, chunk=chunk)` will run (any key; `data` and X0 need only
-    their final shapes), so that a search's next phase compiles while the current one
-    compiles or runs: on a multi-core CPU the two overlap. Results do not change (the
-    same program, compiled earlier); `run_program` waits for it rather than compiling
-    it twice."""
-    X0 = jnp.asarray(X0, jnp.float32)
-    k0 = jax.random.key(0)
-    _, c = _steps_and_chunk(program, steps, chunk)
-    args = (data, program.blank(data, k0, X0), X0[0], jnp.asarray(jnp.inf, jnp.float32),
-            jax.random.split(k0, c), jnp.int32(0))
-    sig = _signature(program, args)
-    with _AHEAD_LOCK:
-        if sig in _AHEAD:
-            return
-        fut = _AHEAD[sig] = Future()
-
-    def work():  # zero steps: compiles (or reads the cache), runs nothing
-        try:
-            jax.block_until_ready(chunk_program(program, *args))
-            fut.set_result(None)
-        except BaseException as exc:  # the search's own call reports it
-            fut.set_exception(exc)
-
-    threading.Thread(target=work, name="jaxplace-compile-ahead").start()
-
-
-def _wait_ahead(program: Program, args) -> None:
-    """Wait for a `compile_ahead` of this program and argument shapes, if any."""
-    with _AHEAD_LOCK:
-        fut = _AHEAD.pop(_signature(program, args), None)
-    if fut is not None:
-        fut.exception()  # waits; a failure shows again in the search's own call
-
-
 def _observe(run: Run, loop: _Loop, best_x) -> None:
     if run.observer is None:
         return
@@ -294,5 +238,4 @@ def _postfix(pbar, best: float, lb: float | None) -> None:
         pbar.set_postfix_str(f"best={best:.6g}", refresh=False)
 
 
-__all__ = ["CHUNK_EVALUATIONS", "LoopOutcome", "Run", "chunk_program", "compile_ahead",
-           "run_program"]
+__all__ = ["CHUNK_EVALUATIONS", "LoopOutcome", "Run", "chunk_program", "run_program"]

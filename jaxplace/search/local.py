@@ -61,21 +61,6 @@ def shift_search(problem: Problem, x0, *, steps: int, batch: int = 64, moves: in
                        chunk=chunk)
 
 
-def compile_shift_ahead(problem: Problem, *, steps: int, batch: int = 64, moves: int = 3,
-                        focus: float = 0.0, chunk: int | None = None, device=None,
-                        window: int | None = None) -> None:
-    """Start compiling the program of `shift_search` with these arguments (the start
-    x0 aside) on a background thread (`jaxplace.search.driver.compile_ahead`): called
-    before an earlier phase, the local search's compile overlaps it."""
-    from jaxplace.search.driver import compile_ahead
-
-    program, data, X0 = _setup(problem, None, batch, moves, focus, device, window)
-    if focus > 0:
-        W = program.spec.width
-        data = data.replace(pool=(jnp.zeros(W, jnp.int32), jnp.asarray(0, jnp.int32)))
-    compile_ahead(program, data, X0, steps, chunk=chunk)
-
-
 def _setup(problem: Problem, x0, batch, moves, focus, device, window):
     """(ShiftSearch, SearchData without the focus pool, (1, width) X0) of a search."""
     if device is None:
@@ -91,4 +76,4 @@ def _setup(problem: Problem, x0, batch, moves, focus, device, window):
     return ShiftSearch(spec, batch, moves, focus, window), data, X0
 
 
-__all__ = ["bottleneck_pool", "compile_shift_ahead", "shift_search"]
+__all__ = ["bottleneck_pool", "shift_search"]
