@@ -10,7 +10,8 @@
    partition by its exact cost. Later cycles re-slice
    perturbed orders of the coarsest level first (ILS_EVALS re-slicings). Cycles
    repeat with new random tie-breaks until PATIENCE_CYCLES in a row bring nothing
-   (at once when the graph has a single level), at most MAX_CYCLES.
+   (at once when the graph has a single level), at most MAX_CYCLES, and while the
+   MAX_EVALS evaluations last.
 3. The answer is the best order sliced by the DP, so its priorities decode to it.
 
 Every phase stops on counts (evaluations, rounds, cycles), so without a time limit
@@ -60,6 +61,10 @@ ILS_SHARE = 0.3
 #: Evaluations (moves scored, slicings) of one level's refinement per cluster of the
 #: level (option refine_evals): 2,000 ops converge at about 25 per cluster.
 REFINE_EVALS = 8
+#: Evaluations of the whole search at most, the coarse search's apart (option
+#: max_evals): later cycles stop once it is spent, so the wall grows with the graph
+#: only through the cost of one evaluation.
+MAX_EVALS = 200_000
 #: V-cycles in a row without improvement after which the search stops early.
 PATIENCE_CYCLES = 2
 #: V-cycles at most (option max_cycles).
@@ -117,9 +122,9 @@ def multilevel_search(req) -> Result:
 
     Options (`req.options`): coarsest (clusters, default COARSEST_UNITS),
     coarse_method (default COARSE_METHOD), coarse_evals (COARSE_EVALS), coarse_share
-    (COARSE_SHARE), ils_evals (ILS_EVALS), refine_evals (REFINE_EVALS), max_cycles
-    (MAX_CYCLES), slack (relative cost slack of the transfer-reducing moves, default
-    0.05).
+    (COARSE_SHARE), ils_evals (ILS_EVALS), refine_evals (REFINE_EVALS), max_evals
+    (MAX_EVALS), max_cycles (MAX_CYCLES), slack (relative cost slack of the
+    transfer-reducing moves, default 0.05).
     """
     p = req.problem
     check_memory(p)
@@ -131,6 +136,7 @@ def multilevel_search(req) -> Result:
     ils_evals = int(opts.pop("ils_evals", ILS_EVALS))
     max_cycles = int(opts.pop("max_cycles", MAX_CYCLES))
     refine_evals = float(opts.pop("refine_evals", REFINE_EVALS))
+    max_evals = int(opts.pop("max_evals", MAX_EVALS))
     slack = float(opts.pop("slack", 0.05))
     limit = req.stop.time_limit
     # no time limit: no deadline anywhere, every phase ends on its counts
@@ -177,8 +183,12 @@ def multilevel_search(req) -> Result:
             return True
         return req.stop.reached(track.cost)
 
-    cycle, idle = 0, 0
-    while cycle < max_cycles and idle < PATIENCE_CYCLES and not stopped():
+    cycle, idle, coarse_evals_spent = 0, 0, 0
+
+    def left() -> int:  # evaluations left of max_evals (the coarse search's apart)
+        return max_evals - (track.evaluations - coarse_evals_spent)
+
+    while cycle < max_cycles and idle < PATIENCE_CYCLES and left() > 0 and not stopped():
         before = track.cost
         levels = coarsen(p, coarsest=coarsest, block=to_nodes(base, track.best_a),
                          base=base, rng=rng if cycle else None, should_stop=stopped)
@@ -190,13 +200,16 @@ def multilevel_search(req) -> Result:
         if cycle == 0 and coarse_method != "none" and len(levels) > 1:
             seconds = None if limit is None else min(
                 coarse_share * limit, 0.9 * limit - (time.perf_counter() - req.start))
+            before_coarse = track.evaluations
             a = _coarse_search(req, top, a, coarse_method, coarse_evals, seconds, track,
                                info, cut)
+            coarse_evals_spent = track.evaluations - before_coarse
         elif cycle > 0 and len(levels) > 1:  # reorder inside blocks on the coarsest level
             stats = RefineStats()
             span = ILS_SHARE * (end - time.perf_counter())
             a, cost = perturb_reslice(top, a, time.perf_counter() + span, rng, stats,
-                                      cancel=req.stop.cancel, max_evals=ils_evals)
+                                      cancel=req.stop.cancel,
+                                      max_evals=max(0, min(ils_evals, left())))
             _note_cut(cut, stats)
             track.evaluations += stats.evaluations
             info["per_level"].append({"cycle": cycle, "level": len(levels) - 1,
@@ -204,7 +217,7 @@ def multilevel_search(req) -> Result:
                                       "seconds": stats.seconds, "moves": stats.moves,
                                       "cost": cost, "phase": "reslice"})
         for i in range(len(levels) - 1, -1, -1):
-            if stopped():
+            if stopped() or left() <= 0:
                 break
             lv = levels[i]
             if i < len(levels) - 1:
@@ -215,7 +228,7 @@ def multilevel_search(req) -> Result:
             deadline = time.perf_counter() + (end - time.perf_counter()) * share
             stats = RefineStats()
             a, cost = refine(lv, a, deadline, stats, slack=slack, cancel=req.stop.cancel,
-                             max_evals=refine_evals * lv.size)
+                             max_evals=min(refine_evals * lv.size, left()))
             _note_cut(cut, stats)
             track.evaluations += stats.evaluations
             info["per_level"].append({"cycle": cycle, "level": i, "size": lv.size,
