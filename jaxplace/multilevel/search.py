@@ -64,7 +64,7 @@ REFINE_EVALS = 8
 #: Evaluations of the whole search at most, the coarse search's apart (option
 #: max_evals): later cycles stop once it is spent, so the wall grows with the graph
 #: only through the cost of one evaluation.
-MAX_EVALS = 200_000
+MAX_EVALS = 600_000
 #: V-cycles in a row without improvement after which the search stops early.
 PATIENCE_CYCLES = 2
 #: V-cycles at most (option max_cycles).
