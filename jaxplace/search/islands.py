@@ -20,9 +20,11 @@ search's 100-wide generations leave it idle).
   the same on any number of devices (tests/test_islands.py runs 4 host devices).
 - Reproducible: generation t of island j of problem i draws from
   fold_in(fold_in(key(seed + i), j), t): the results depend neither on the grouping
-  nor on the devices (they do depend on the padded width, which shapes the random
-  keys: another `impl`, Spec or bucket draws other keys). On GPUs, run-to-run identity
-  may need XLA_FLAGS=--xla_gpu_deterministic_ops=true (not measured: no GPU was lent).
+  nor on the devices. The draws are made gene-major (`BRKGA` and the first
+  populations), so a real gene's numbers do not depend on the padded width either
+  (a restricted `window` still changes which candidates win). On GPUs, run-to-run
+  identity may need XLA_FLAGS=--xla_gpu_deterministic_ops=true (not measured: no GPU
+  was lent).
 """
 
 from __future__ import annotations
@@ -242,8 +244,10 @@ class IslandGroup:
         keys = jnp.stack([jax.random.key(self.seed + i) for i in self.indices])
         self.keys = jax.vmap(lambda k: jax.vmap(lambda j: jax.random.fold_in(k, j))(
             jnp.arange(I)))(keys)  # (G, I)
+        # drawn as (W, P) and transposed, as BRKGA's genes: with threefry-partitionable
+        # counters a real gene's draw does not depend on the padded width W
         pop = jax.vmap(jax.vmap(lambda k: jax.random.uniform(
-            jax.random.fold_in(k, 0), (P, W), jnp.float32)))(self.keys)
+            jax.random.fold_in(k, 0), (W, P), jnp.float32).T))(self.keys)
         rows = [(g, x) for g, x in enumerate(self.seeds) if x is not None]
         if rows:
             host = np.array(pop)
