@@ -26,9 +26,9 @@ Positions are placement units (`jaxplace.units`; nodes for plain graphs).
    precision to cancellation); then parameters (prefix differences, as the
    reference), unsupported units (last unsupported position), and the DP:
    Q[j][c][t] over j accelerators and c CPUs, min_l max(Q[.][l], cost(l, r)) as a
-   fused max + reduce. Steps r < L look at l < W(r), W growing block by block
-   (`WINDOW_BLOCKS` static scans); with a window L < N (blocks of at most L units,
-   see `slice_lanes`), steps r >= L look at the L positions (r - L, r].
+   fused max + reduce, in one `lax.scan` over r (`DP_SCANS`): step r looks at the
+   L positions from max(0, r - L + 1), L = N for the full DP, or the window L < N
+   (blocks of at most L units, see `slice_lanes`); positions past r are masked.
 
 Memory per candidate is O(N (K C + D)): the DP table, the event slab, never (N, N).
 """
@@ -42,13 +42,18 @@ from jax import lax
 from jaxplace.decoder.kahn import EMITTED
 from jaxplace.decoder.layout import DeviceGraph, Spec
 
-#: The DP scan over r is split into this many scans with growing static windows.
+#: DP_SCANS = 0 only: the DP scan over r split into this many scans with growing
+#: static windows (then a sliding one), the layout before issue 51.
 WINDOW_BLOCKS = 4
 #: Block length of the blocked suffix sum (sequential within, recursive across).
 SUM_BLOCK = 16
-#: DP scans (copies of the DP body in a compiled program): DP_SCANS - 1 growing
+#: DP scans, i.e. copies of the DP body in a compiled program: DP_SCANS - 1 growing
 #: windows, then one clamped at 0 (0: WINDOW_BLOCKS growing scans and a sliding one).
-DP_SCANS = 0
+#: Every layout gives the same costs to the bit (the extra positions are masked,
+#: their zero transfer rows add exactly). 1: XLA compiles a search program in about
+#: 35-40% less time, and a step costs 15-25% more, the early steps scanning the whole
+#: window (experiments/engine_phases.md, Session 22 H2): the cold path is the issue.
+DP_SCANS = 1
 
 
 def table_rows(spec: Spec) -> int:
