@@ -11,10 +11,11 @@ import numpy as np
 
 from jaxplace.code_maps import release_compiled_code
 from jaxplace.errors import JaxplaceError
+from jaxplace.objectives.api import simple_lower_bound
 from jaxplace.objectives.registry import objective_of
 from jaxplace.problem import Problem
 from jaxplace.search.registry import get_method
-from jaxplace.search.request import SearchRequest, problem_lower_bound
+from jaxplace.search.request import SearchRequest
 from jaxplace.search.result import Result
 from jaxplace.search.stop import Progress, StopRule
 
@@ -152,7 +153,7 @@ def _stop_rule(problem: Problem, stop: StopRule | None, time_limit, target_ratio
     if time_limit is not None:
         stop = StopRule(time_limit, stop.target, stop.patience, stop.cancel)
     if stop.target is None:
-        lb = problem_lower_bound(problem)
+        lb = simple_lower_bound(problem)
         target = lb * (1 + 1e-6) if target_ratio is None else lb * max(target_ratio, 1.0)
         stop = StopRule(stop.time_limit, target, stop.patience, stop.cancel)
     return stop
