@@ -26,9 +26,10 @@ Positions are placement units (`jaxplace.units`; nodes for plain graphs).
    precision to cancellation); then parameters (prefix differences, as the
    reference), unsupported units (last unsupported position), and the DP:
    Q[j][c][t] over j accelerators and c CPUs, min_l max(Q[.][l], cost(l, r)) as a
-   fused max + reduce, in one `lax.scan` over r (`DP_SCANS`): step r looks at the
-   L positions from max(0, r - L + 1), L = N for the full DP, or the window L < N
-   (blocks of at most L units, see `slice_lanes`); positions past r are masked.
+   fused max + reduce, in `DP_SCANS` scans over r: the first steps look at a short
+   static window, the rest at the L positions from max(0, r - L + 1), L = N for the
+   full DP, or the window L < N (blocks of at most L units, see `slice_lanes`);
+   positions past r are masked.
 
 Memory per candidate is O(N (K C + D)): the DP table, the event slab, never (N, N).
 """
@@ -50,10 +51,11 @@ SUM_BLOCK = 16
 #: DP scans, i.e. copies of the DP body in a compiled program: DP_SCANS - 1 growing
 #: windows, then one clamped at 0 (0: WINDOW_BLOCKS growing scans and a sliding one).
 #: Every layout gives the same costs to the bit (the extra positions are masked,
-#: their zero transfer rows add exactly). 1: XLA compiles a search program in about
-#: 35-40% less time, and a step costs 15-25% more, the early steps scanning the whole
-#: window (experiments/engine_phases.md, Session 22 H2): the cold path is the issue.
-DP_SCANS = 1
+#: their zero transfer rows add exactly). On a quiet 2-core CPU (jp.search, cold,
+#: experiments/engine_phases.md Session 22 H2): 2 compiles a search program in ~18%
+#: less time at +2% per step; 1 in ~22% less at +19% per step (the early steps then
+#: scan the whole window).
+DP_SCANS = 2
 
 
 def table_rows(spec: Spec) -> int:
