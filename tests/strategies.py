@@ -75,7 +75,6 @@ def tiny_cpu_block_problems(draw, max_nodes: int = 5, training: bool = False):
 
 
 #: The former name ("hetero" now means unequal devices only); test_bbr.py still uses it.
-tiny_hetero_problems = tiny_cpu_block_problems
 
 
 @st.composite

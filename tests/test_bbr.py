@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from strategies import (
     same_cost,
     small_graph,
-    tiny_hetero_problems,
+    tiny_cpu_block_problems,
     tiny_problems,
     tiny_training_problems,
 )
@@ -55,13 +55,13 @@ def test_equals_brute_force_plain(problem):
     _check(problem, solve_bbr(problem), brute_force_optimum(problem))
 
 
-@given(tiny_hetero_problems(max_nodes=5))
+@given(tiny_cpu_block_problems(max_nodes=5))
 def test_equals_brute_force_cpus(problem):
     """CPU blocks, CPU-only ops, colocation classes, capacity."""
     _check(problem, solve_bbr(problem), brute_force_optimum(problem))
 
 
-@given(tiny_hetero_problems(max_nodes=5, training=True))
+@given(tiny_cpu_block_problems(max_nodes=5, training=True))
 def test_equals_brute_force_training(problem):
     """Backward nodes: contiguity on the forward graph only."""
     _check(problem, solve_bbr(problem), brute_force_optimum(problem))
@@ -153,7 +153,7 @@ def test_crossing_bound_below_brute_force(problem):
     _cross_valid(problem, brute_force_optimum(problem))
 
 
-@given(tiny_hetero_problems(max_nodes=5, training=True))
+@given(tiny_cpu_block_problems(max_nodes=5, training=True))
 def test_crossing_bound_training_and_cpus(problem):
     """Training contiguity and colocation; with CPU blocks the crossings are off."""
     m = build_model(problem)

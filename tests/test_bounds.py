@@ -291,7 +291,7 @@ def test_cpu_blocks_skip_the_mips_and_stay_valid(problem):
 
 def test_registry_is_the_ladder():
     assert tuple(BOUNDS) == METHODS
-    assert METHODS == ("simple", "station", "ideals", "bottleneck-lp",
+    assert METHODS == ("simple", "station", "cross", "ideals", "bottleneck-lp",
                        "bottleneck-no-dag-lp", "bottleneck-no-io-lp", "bottleneck-guess-lp",
                        "station-check-lp", "exact-lp", "station-check", "bottleneck",
                        "bottleneck-no-dag", "bottleneck-no-io", "bottleneck-guess",

@@ -202,11 +202,12 @@ def test_station_rung_reports_at_least_the_simple_bound():
 def test_choose_methods_adds_the_station_rungs():
     wide = jp.Problem(jp.CompGraph([1.0] * 20), 4)  # 2^20 ideals: the MIP ladder
     methods, _ = choose_methods(wide)
-    assert methods == ("simple", "station", "station-check", "bottleneck", "bbr", "exact")
+    assert methods == ("simple", "station", "cross", "station-check", "bottleneck", "bbr",
+                       "exact")
     methods, _ = choose_methods(wide.replace(k=8))  # the bottleneck MIP is stronger
-    assert methods == ("simple", "station", "bottleneck", "bbr", "exact")
+    assert methods == ("simple", "station", "cross", "bottleneck", "bbr", "exact")
     methods, _ = choose_methods(wide, ("bottleneck", "bottleneck-guess", "exact"))
-    assert methods == ("simple", "station", "station-check", "bottleneck",
+    assert methods == ("simple", "station", "cross", "station-check", "bottleneck",
                        "bottleneck-guess", "bbr", "exact")
     # BB&R only up to BBR_MAX_NODES: on REGAL-size graphs it added nothing in 60 s
     big = jp.Problem(jp.CompGraph([1.0] * (BBR_MAX_NODES + 1)), 4)

@@ -70,7 +70,8 @@ def test_choose_methods_by_ideal_count():
     assert methods == ("simple", "ideals") and why.startswith("7 ideals")
     wide = jp.Problem(jp.CompGraph([1.0] * 20), 2)  # 2^20 ideals
     methods, why = choose_methods(wide)
-    assert methods == ("simple", "station", "station-check", "bottleneck", "bbr", "exact")
+    assert methods == ("simple", "station", "cross", "station-check", "bottleneck", "bbr",
+                       "exact")
     assert "MIP ladder" in why
     typed = wide.replace(graph=jp.CompGraph([1.0] * 20, node_attrs={
         "cpu_latency": [2.0] * 20}), cpus=1)

@@ -79,6 +79,10 @@ class Ladder(Mapping):
 BOUNDS: Ladder = Ladder((
     SimpleBound("simple"),
     StationBound("station"),  # station windows of a guessed T, no solver
+    # forced crossings of a guessed T (exact/bbr_cross.py): a closed form in about a
+    # second at 200-2,000 ops; at k = 8-16 on REGAL-like graphs above the 60 s bottleneck
+    # MIP (experiments/bbr.md, Session 22)
+    Deferred("jaxplace.exact.bbr_bound:CrossBound", "cross", "closed-form"),
     # exact DP over ideals: OPT over contiguous splits, CPUs too
     Deferred("jaxplace.exact.bound:IdealsBound", "ideals", "dp"),
     BottleneckBound("bottleneck-lp", "full", relax=True),
@@ -132,7 +136,7 @@ def choose_methods(problem, mips: tuple[str, ...] = ("bottleneck", "exact")
 
     The DP over ideals when the graph has at most PICK_IDEALS of them (DNN-like graphs;
     it is exact, so its bound is the optimum); otherwise the simple bound, the station
-    bound (no solver), `mips`, for k <= CHECK_MAX_K guess and check (random DAGs
+    bound (no solver), the forced crossings (`cross`), `mips`, for k <= CHECK_MAX_K guess and check (random DAGs
     have far too many ideals), and BB&R over ideals (`bbr`, up to BBR_MAX_NODES
     nodes), keeping, with CPU blocks or CPU-only ops, only the simple bound and the
     methods that model them (the exact MIP and BB&R, by default).
@@ -146,8 +150,8 @@ def choose_methods(problem, mips: tuple[str, ...] = ("bottleneck", "exact")
         mips = tuple(m for m in mips if m in CPU_BLOCK_METHODS) or ("exact",)
         return (tuple(ladder(("simple", *mips, *bbr))),
                 f"more than {PICK_IDEALS:,} ideals: the MIP ladder")
-    return (tuple(ladder(("simple", "station", *mips, *_checks(problem), *bbr)))
-            if problem.n <= STATION_MAX_NODES else ("simple", *mips),
+    return (tuple(ladder(("simple", "station", "cross", *mips, *_checks(problem), *bbr)))
+            if problem.n <= STATION_MAX_NODES else ("simple", "cross", *mips),
             f"more than {PICK_IDEALS:,} ideals: the MIP ladder" + (" and BB&R" if bbr else ""))
 
 

@@ -37,12 +37,16 @@ import itertools
 import math
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 from scipy.optimize import LinearConstraint, milp  # imported up front: the first call
 from scipy.sparse import coo_array  # would otherwise pay it inside a time limit
 
-from jaxplace.exact.bbr_model import ATOL, RTOL, Model
+from jaxplace.exact.bbr_tolerance import ATOL, RTOL
+
+if TYPE_CHECKING:
+    from jaxplace.exact.bbr_model import Model
 
 #: Pairs of one group's atoms looked at for conflicts: at most this many atoms per
 #: group (any subset's clique is still a clique).

@@ -23,13 +23,8 @@ import numpy as np
 
 from jaxplace.bounds.station import StationData, station_data, station_skip, windows
 from jaxplace.exact.atoms import build_atoms
+from jaxplace.exact.bbr_tolerance import ATOL, RTOL
 from jaxplace.problem import Problem
-
-#: Relative slack on every comparison with a guess T: a block counts as fitting T when
-#: it costs at most T (1 + RTOL) + ATOL, so float rounding never refutes a real
-#: partition of cost T (a refuted T is then a lower bound with margin).
-RTOL = 1e-9
-ATOL = 1e-12
 
 
 @dataclass(frozen=True, eq=False)

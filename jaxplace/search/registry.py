@@ -101,7 +101,7 @@ def _build() -> dict[str, Method]:
                           "with migration (search_many's mode 'islands')"),
         "multilevel": Method("multilevel", _lazy("jaxplace.multilevel.search:multilevel_search"), 1,
                              "coarsen, search the coarsest level, refine every level "
-                             "(graphs of thousands of ops; time-limited)"),
+                             "(graphs of thousands of ops)"),
     }
     for name in algorithms():
         if name != "BRKGA":
