@@ -12,7 +12,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from flax import nnx
+from flax import nnx, serialization
 
 import jaxplace as jp
 from jaxplace.errors import JaxplaceError
@@ -529,6 +529,30 @@ def test_packed_weights_give_back_the_same_bytes_and_policy(tiny_run, tmp_path):
     (packed / ck.PACKED_NAME).write_bytes(data[:len(data) // 2])
     with pytest.raises(JaxplaceError, match="corrupt packed") as e:
         load_policy(str(packed))
+    assert ck.PACKED_NAME in str(e.value) and "\n" not in str(e.value)
+
+
+def test_weights_packed_against_a_base_give_back_the_same_bytes(tiny_run, tmp_path):
+    # fine-tuned shipped policies are packed against their parent (XOR of the planes):
+    # lossless, read through the base beside it, a one-line error when the base is gone
+    _, path = tiny_run
+    base, child = tmp_path / "base", tmp_path / "child"
+    shutil.copytree(path, base)
+    shutil.copytree(path, child)
+    flat = ck.read_weights(child)
+    name = next(iter(flat))
+    flat[name] = flat[name] + np.float32(0.001)  # a fine-tuned leaf: not the base's bytes
+    raw = serialization.msgpack_serialize(flat)
+    (child / ck.WEIGHTS_NAME).write_bytes(raw)
+    ck.pack_policy(base)
+    ck.pack_policy(child, base="base")
+    assert ck.weights_bytes(child) == raw
+    np.testing.assert_array_equal(ck.read_weights(child)[name], flat[name])
+    plain = ck.pack_weights(flat)
+    assert (child / ck.PACKED_NAME).stat().st_size < len(plain)
+    shutil.rmtree(base)
+    with pytest.raises(JaxplaceError, match="base policy 'base'") as e:
+        ck.read_weights(child)
     assert ck.PACKED_NAME in str(e.value) and "\n" not in str(e.value)
 
 
