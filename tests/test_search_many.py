@@ -281,7 +281,8 @@ def test_partition_many_writes_a_result_per_problem_and_a_summary(tmp_path, mixe
     import argparse
     import json
 
-    from jaxplace.cli.partition_many import add_many_arguments, run_many
+    from jaxplace.cli.partition_many import add_arguments as add_many_arguments
+    from jaxplace.cli.partition_many import run as run_many
     from jaxplace.formats import load_problem, nodelink_data, write_json
 
     probs, rs, _ = mixed_run

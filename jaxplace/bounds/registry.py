@@ -81,7 +81,7 @@ BOUNDS: Ladder = Ladder((
     StationBound("station"),  # station windows of a guessed T, no solver
     # forced crossings of a guessed T (exact/bbr_cross.py): a closed form in about a
     # second at 200-2,000 ops; at k = 8-16 on REGAL-like graphs above the 60 s bottleneck
-    # MIP (experiments/bbr.md, Session 22)
+    # MIP
     Deferred("jaxplace.exact.bbr_bound:CrossBound", "cross", "closed-form"),
     # exact DP over ideals: OPT over contiguous splits, CPUs too
     Deferred("jaxplace.exact.bound:IdealsBound", "ideals", "dp"),
