@@ -3,10 +3,9 @@ takes effect before jax initializes)."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import textwrap
+
+from host_devices import run_on_host_devices
 
 SCRIPT = textwrap.dedent("""
     import jax, numpy as np
@@ -61,9 +60,4 @@ IMPLS = ("simple", "lanes", "fused")
 
 
 def test_sharded_population_on_4_cpu_devices():
-    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4",
-               JAX_PLATFORMS="cpu")
-    code = f"IMPLS = {IMPLS!r}\n" + SCRIPT
-    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
-                       text=True, timeout=600)
-    assert r.returncode == 0 and "OK" in r.stdout, r.stdout + r.stderr
+    run_on_host_devices(f"IMPLS = {IMPLS!r}\n" + SCRIPT, timeout=600)

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import textwrap
 
 import numpy as np
 import pytest
+from host_devices import run_on_host_devices
 from test_decoder import random_problem
 
 import jaxplace as jp
@@ -72,9 +70,4 @@ SCRIPT = textwrap.dedent("""
 
 @pytest.mark.heavy
 def test_four_host_devices_equal_one():
-    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4",
-               JAX_PLATFORMS="cpu")
-    code = f"TESTS = {os.path.dirname(__file__)!r}\n" + SCRIPT
-    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
-                       text=True, timeout=900)
-    assert r.returncode == 0 and "OK" in r.stdout, r.stdout + r.stderr
+    run_on_host_devices(SCRIPT)

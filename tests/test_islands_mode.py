@@ -5,15 +5,13 @@ equal to 1."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import textwrap
 import threading
 
 import numpy as np
 import pytest
 from brute import is_valid
+from host_devices import run_on_host_devices
 from strategies import small_graph
 
 import jaxplace as jp
@@ -188,12 +186,7 @@ SCRIPT = textwrap.dedent("""
 
 
 def test_four_host_devices_equal_one_through_search_many():
-    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4",
-               JAX_PLATFORMS="cpu")
-    code = f"TESTS = {os.path.dirname(__file__)!r}\n" + SCRIPT
-    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
-                       text=True, timeout=900)
-    assert r.returncode == 0 and "OK" in r.stdout, r.stdout + r.stderr
+    run_on_host_devices(SCRIPT)
 
 
 @pytest.mark.heavy  # a regal graph's compile, the exact step and the polish
