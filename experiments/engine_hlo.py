@@ -124,9 +124,9 @@ def parts(problem, P=100):
     return rows
 
 
-def search_programs(problem, seed):
-    """The chunk programs `jp.search`'s default builds for `problem` (first chunk's
-    arguments), measured like the driver calls them."""
+def first_chunks(problem, seed) -> dict:
+    """{program: its first chunk's arguments} of the programs `jp.search`'s default
+    builds for `problem`, without running any of them."""
     from jaxplace.search import driver
 
     seen = {}
@@ -143,8 +143,16 @@ def search_programs(problem, seed):
         jp.search(problem, seed=seed, progress=False, search_only=True, polish=False)
     finally:
         driver.chunk_program = real
+    return seen
+
+
+def search_programs(problem, seed):
+    """The chunk programs `jp.search`'s default builds for `problem` (first chunk's
+    arguments), measured like the driver calls them."""
+    from jaxplace.search import driver
+
     rows = []
-    for program, args in seen.items():
+    for program, args in first_chunks(problem, seed).items():
         rows.append(measure(f"search {type(program).__name__} N={program_spec(program)}",
                             driver._loop_chunk, (program, *args), static=(0,), steady=True))
     return rows
