@@ -68,7 +68,7 @@ def facts(n: int, families) -> None:
     import jaxplace as jp
     from jaxplace.exact.atoms import build_atoms
     from jaxplace.exact.lattice import widest_layer
-    from jaxplace.search.request import problem_lower_bound
+    from jaxplace.objectives.api import simple_lower_bound as problem_lower_bound
 
     print(f"load {os.getloadavg()[0]:.1f}")
     print("family | ops | atoms | width | build_atoms s | antichain s | exact_fits s | "

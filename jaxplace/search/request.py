@@ -123,7 +123,4 @@ def initial_population(key, P: int, width: int, seeds: np.ndarray | None) -> np.
     return X0
 
 
-#: The former name of `jaxplace.simple_lower_bound` here (the same function).
-problem_lower_bound = simple_lower_bound
-
-__all__ = ["SearchRequest", "finish", "initial_population", "problem_lower_bound"]
+__all__ = ["SearchRequest", "finish", "initial_population"]
