@@ -34,7 +34,6 @@ HELP = ("regal-time suite through search_many vs per-problem default search and 
         "brkga-10000: programs, cold and warm wall, cost")
 DEFAULT_METHODS = "many,default,cpp-brkga-10000"
 CPP = "cpp-brkga-10000"
-MANY_PROGRAMS = ("_many_chunk",)
 #: Issue 44's CPU targets.
 MAX_PROGRAMS = 8
 MAX_COST_RATIO = 0.97
@@ -55,6 +54,8 @@ def add_arguments(p) -> None:
                    help="many: evaluations per problem (default: the default search's)")
     p.add_argument("--max-programs", type=int, default=MAX_PROGRAMS,
                    help="many: at most this many buckets (compiled programs)")
+    p.add_argument("--group", type=int, default=None,
+                   help="many: problems per program call (default: search_many's)")
     p.add_argument("--polish", choices=("auto", "on", "off"), default="auto",
                    help="many: the MIP polish at k <= 4 (auto: the default's rule)")
     p.add_argument("--cache", choices=("fresh", "user", "off"), default="fresh",
@@ -81,7 +82,9 @@ def worker(a, t_start: float) -> int:
     probs = [jp.Problem(g, k) for _, g, k in instances(a.count, ks, a.seed)]
     kw = dict(time_limit=a.time_limit, budget=a.budget, seed=a.seed,
               max_programs=a.max_programs, polish=_polish(a.polish))
-    names = SEARCH_PROGRAMS + MANY_PROGRAMS
+    if a.group is not None:
+        kw["group"] = a.group
+    names = SEARCH_PROGRAMS
     t0 = time.perf_counter()
     with count_compiles() as counts:
         rs = search_many(probs, **kw)
@@ -120,6 +123,8 @@ def _run_many(args) -> dict:
             cmd += ["--time-limit", str(args.time_limit)]
         if args.budget is not None:
             cmd += ["--budget", str(args.budget)]
+        if args.group is not None:
+            cmd += ["--group", str(args.group)]
         r = subprocess.run(cmd, env=env)
         if r.returncode != 0:
             from jaxplace.errors import JaxplaceError

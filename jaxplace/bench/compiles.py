@@ -23,7 +23,7 @@ _COMPILING = re.compile(r"Compiling jit\(([^)]+)\)")
 _HIT = re.compile(r"Persistent compilation cache hit for 'jit_([^']+)'")
 
 #: The large programs of a search (each embeds the decoder: seconds of XLA compile).
-SEARCH_PROGRAMS = ("_loop_chunk", "score_chunk", "decode_chunk")
+SEARCH_PROGRAMS = ("_loop_chunk", "score_chunk", "decode_chunk", "_many_chunk")
 
 
 class CompileCounts(Counter):
