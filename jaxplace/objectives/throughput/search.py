@@ -27,6 +27,12 @@ runs when no exact method fits): BRKGA, then a batched local search on the order
    max(3000, 600 n) when smaller); the search stops at once when the cost reaches the
    simple lower bound (proved optimal).
 
+On a CPU, steps 1 and 2 run as `search_many`'s compiled program for a one-problem
+bucket (`jaxplace.objectives.throughput.bucket`: one program per size class, shared
+with `search_many`, instead of a BRKGA and a local-search program per class and window)
+unless an option, user seeds or another population need the phase programs below
+(`bucket.old_path_reason`).
+
 Also here: `balanced_cut`, the first solution of graphs too large for the reference DP.
 """
 
@@ -94,6 +100,10 @@ def throughput_search(req: SearchRequest):
     `moves`, `focus`, `patience`, `brkga_patience`, `seed_brkga` (heuristic orders in
     BRKGA's first population, else only local-search starts), `restarts` (local
     searches after a stagnation stop, from the next best distinct start)."""
+    from jaxplace.objectives.throughput.bucket import bucket_search, old_path_reason
+
+    if old_path_reason(req) is None:
+        return bucket_search(req)
     problem, opt = req.problem, dict(req.options)
     budget = req.budget
     local_batch = opt.get("local_batch", LOCAL_BATCH)

@@ -60,6 +60,10 @@ class BucketRun:
         self.brkga_patience = settings.brkga_patience or BRKGA_PATIENCE
         self.patience = settings.patience or PATIENCE
         self.hist = [([], [], []) for _ in members]
+        #: called with the bucket's state after every chunk (jp.search's bar and
+        #: observer, `jaxplace.objectives.throughput.bucket`); `state`: the last one
+        self.on_chunk = None
+        self.state = None
 
     # -- setup ------------------------------------------------------------------------
 
@@ -155,6 +159,9 @@ class BucketRun:
                 first = False
                 best_x, best_f = np.asarray(state.best_x), np.asarray(state.best_f)
                 evals = np.asarray(state.evals)
+                self.state = state
+                if self.on_chunk is not None:
+                    self.on_chunk(state)
                 now = self._elapsed()
                 for i in range(G):
                     if not done[i]:
