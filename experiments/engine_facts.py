@@ -3,6 +3,8 @@
 
     python experiments/engine_facts.py facts 20000        # seconds of every fact
     python experiments/engine_facts.py partition 5000 60  # the CLI under a limit
+    PYTHONPATH=/tmp/old-tree python experiments/engine_facts.py partition 5000 60 \
+        erdos_renyi,unet                      # another tree's CLI, some families
 
 Families: the five random models of the REGAL-like generator, and the DNN
 generators (transformer, resnet, inception, unet) sized to about n ops. Graphs are
@@ -102,7 +104,8 @@ def partition(n: int, limit: float, families) -> None:
     from jaxplace.formats.nodelink import nodelink_data
 
     print(f"load {os.getloadavg()[0]:.1f}")
-    print("family | ops | wall s | limit s | evaluations | cost | stopped | found_by")
+    print("family | ops | process wall s | limit s | search_s | evaluations | cost | "
+          "stopped | found_by")
     for fam in families:
         path = os.path.join(CACHE, f"{fam}-{n}.json")
         if not os.path.exists(path):
@@ -119,7 +122,9 @@ def partition(n: int, limit: float, families) -> None:
             continue
         with open(out) as f:
             res = json.load(f)
-        print(f"{fam} | {n} | {wall:.1f} | {limit:g} | {res.get('evaluations')} | "
+        search_s = (res.get("timings") or {}).get("search_s", float("nan"))
+        print(f"{fam} | {n} | {wall:.1f} | {limit:g} | {search_s:.1f} | "
+              f"{res.get('evaluations')} | "
               f"{res['bottleneck']:.6g} | {res.get('stopped', '-')} | "
               f"{res.get('found_by')}", flush=True)
     print(f"load {os.getloadavg()[0]:.1f}")

@@ -164,13 +164,21 @@ def _check_settings(time_limit, threads) -> None:
         raise JaxplaceError(f"must be at least 1, got {threads!r}", field="threads")
 
 
-def _start(problem: Problem, partition, samples: int, seed: int):
+#: Seconds the ladder's starting partition may take to sample (at most this share of
+#: a total time).
+SAMPLE_SECONDS, SAMPLE_SHARE = 10.0, 0.1
+
+
+def _start(problem: Problem, partition, samples: int, seed: int,
+           total_time: float | None = None):
     """(assignment or None, its cost, source) of the partition the ladder starts from."""
     if partition is not None:
         a = as_assignment(problem, partition)
         ub, source = evaluate_partition(problem, a).bottleneck, "given"
     else:
-        a, ub = sample_partition(problem, samples, seed)
+        budget = SAMPLE_SECONDS if total_time is None else min(
+            SAMPLE_SECONDS, SAMPLE_SHARE * total_time)
+        a, ub = sample_partition(problem, samples, seed, time_budget=budget)
         source = "sampled"
     if not math.isfinite(ub):
         return None, ub, None
@@ -184,9 +192,39 @@ def _reporter(progress, name: str):
     return lambda t, inc, bnd: progress(name, t, inc, bnd)
 
 
+#: Under a total time, a closed-form rung's weight in the split of the time left
+#: against a rung that solves (LP, MIP, DP, BB&R): closed forms take a second or less
+#: (`cross`'s bisection stops at its deadline with the bound it has).
+CLOSED_FORM_WEIGHT = 0.25
+#: Under a total time, rungs that start with less than this left are skipped (a
+#: HiGHS model alone takes longer to build); the closed form "simple" always runs.
+MIN_RUNG_SECONDS = 0.2
+
+
+def _kind(registry: Mapping[str, BoundMethod], name: str) -> str:
+    kind = getattr(registry, "kind", None)  # a `Ladder` tells without loading the rung
+    return kind(name) if kind is not None else registry[name].kind
+
+
+def _rung_limit(registry, todo: list[str], i: int, per_method: float,
+                end: float | None) -> float | None:
+    """Seconds for rung todo[i]: `per_method`, and under a total time (`end`, a
+    perf_counter time) its weighted share of what is left, so that time a rung did not
+    use goes to the rungs after it; None: skip the rung (no time left)."""
+    if end is None:
+        return per_method
+    weight = [CLOSED_FORM_WEIGHT if _kind(registry, m) == "closed-form" else 1.0
+              for m in todo[i:]]
+    left = end - time.perf_counter()
+    if left < MIN_RUNG_SECONDS:
+        return None if todo[i] != "simple" else per_method
+    return min(per_method, left * weight[0] / sum(weight))
+
+
 def _run_ladder(problem: Problem, todo: list[str], registry: Mapping[str, BoundMethod],
-                ctx: BoundContext, progress):
-    """Run the methods in order, each seeing the bound and partition found before it.
+                ctx: BoundContext, progress, end: float | None = None):
+    """Run the methods in order, each seeing the bound and partition found before it;
+    under a total time (`end`) each gets its share of what is left (`_rung_limit`).
 
     Returns:
         (results, the final context, the name of the method whose partition replaced
@@ -194,8 +232,18 @@ def _run_ladder(problem: Problem, todo: list[str], registry: Mapping[str, BoundM
     """
     results: list[MethodResult] = []
     found_by = None
-    for name in todo:
-        r = registry[name].run(problem, ctx.replace(progress=_reporter(progress, name)))
+    per_method = ctx.time_limit
+    # the rungs first: loading a deferred one imports its modules (scipy, BB&R: 1-3 s
+    # under load), which a total time must count before it is split
+    rungs = {name: registry[name] for name in todo}
+    for i, name in enumerate(todo):
+        limit = _rung_limit(registry, todo, i, per_method, end)
+        if limit is None:  # a bound of 0 is valid: the rung proves nothing
+            results.append(MethodResult(name, 0.0, "skipped (time limit)", 0.0,
+                                        kind=_kind(registry, name)))
+            continue
+        r = rungs[name].run(problem, ctx.replace(progress=_reporter(progress, name),
+                                                 time_limit=limit))
         results.append(r)
         if r.assignment is not None:
             cost = evaluate_partition(problem, r.assignment).bottleneck
@@ -231,16 +279,21 @@ def _certificate(results: list[MethodResult], ctx: BoundContext, source: str | N
 def certify(problem: Problem, partition=None, methods=None, *,
             time_limit: float = 60.0, threads: int = 1, mip_rel_gap: float = 1e-6,
             progress=None, samples: int = 64, seed: int = 0,
-            registry: Mapping[str, BoundMethod] | None = None) -> Certificate:
+            registry: Mapping[str, BoundMethod] | None = None,
+            total_time: float | None = None) -> Certificate:
     """Bound OPT from below and from above under the problem's objective
     (`jaxplace.objectives`): on identical accelerators the ladder of `certify_ladder`
     (default methods `DEFAULT_METHODS`); other objectives run their own bounds (their
     `bound_methods`; a method they do not support is a JaxplaceError, never a bound
-    computed under another objective).
+    computed under another objective, and their ladder shares one `time_limit`).
+    `total_time`: seconds for the whole ladder (see `certify_ladder`).
     """
     obj = objective_of(problem)
     settings = dict(time_limit=time_limit, threads=threads, mip_rel_gap=mip_rel_gap,
                     progress=progress, samples=samples, seed=seed)
+    if total_time is not None:
+        _check_settings(total_time, threads)
+        settings["total_time"] = total_time
     if registry is not None:
         obj.require("bound_registry", field="registry")
         settings["registry"] = registry
@@ -254,7 +307,8 @@ def certify(problem: Problem, partition=None, methods=None, *,
 def certify_ladder(problem: Problem, partition=None, methods=DEFAULT_METHODS, *,
                    time_limit: float = 60.0, threads: int = 1, mip_rel_gap: float = 1e-6,
                    progress=None, samples: int = 64, seed: int = 0,
-                   registry: Mapping[str, BoundMethod] = BOUNDS) -> Certificate:
+                   registry: Mapping[str, BoundMethod] = BOUNDS,
+                   total_time: float | None = None) -> Certificate:
     """Bound OPT from below with the ladder and from above with the best partition known
     (throughput on identical accelerators).
 
@@ -272,6 +326,13 @@ def certify_ladder(problem: Problem, partition=None, methods=DEFAULT_METHODS, *,
         samples, seed: random priority vectors when `partition` is None.
         registry: name -> BoundMethod to take the methods from, in ladder order
             (default `registry.BOUNDS`).
+        total_time: seconds for the whole ladder, the starting partition included
+            (None: `time_limit` per method only): each method then gets at most
+            `time_limit` and its share of what is left when it starts (a closed form
+            CLOSED_FORM_WEIGHT of a solve's); methods reached with less than
+            MIN_RUNG_SECONDS left are skipped (bound 0, status "skipped (time limit)").
+            Under load a MIP may still run a little past its share (HiGHS checks its
+            clock between steps).
 
     Returns:
         Certificate.
@@ -280,13 +341,18 @@ def certify_ladder(problem: Problem, partition=None, methods=DEFAULT_METHODS, *,
         JaxplaceError: an unknown method, bad settings, or numbers the bounds cannot
             handle (sums that overflow, a range HiGHS cannot load).
     """
+    end = None if total_time is None else time.perf_counter() + total_time
     todo = ladder(methods, registry)
     _check_settings(time_limit, threads)
+    if total_time is not None:
+        _check_settings(total_time, threads)
     check_sums(problem)
-    best_a, best_ub, source = _start(problem, partition, samples, seed)
+    best_a, best_ub, source = _start(problem, partition, samples, seed, total_time)
     ctx = BoundContext(time_limit=time_limit, threads=int(threads),
                        mip_rel_gap=mip_rel_gap, assignment=best_a, upper_bound=best_ub)
-    results, ctx, found_by = _run_ladder(problem, todo, registry, ctx, progress)
+    results, ctx, found_by = _run_ladder(problem, todo, registry, ctx, progress, end)
     settings = {"time_limit": time_limit, "threads": int(threads),
                 "mip_rel_gap": mip_rel_gap, "methods": todo}
+    if total_time is not None:
+        settings["total_time"] = total_time
     return _certificate(results, ctx, found_by or source, settings)

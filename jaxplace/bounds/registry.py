@@ -63,6 +63,10 @@ class Ladder(Mapping):
             m = self._entries[name] = m.load()
         return m
 
+    def __contains__(self, name) -> bool:  # a name check loads nothing (Mapping's
+        # default would load the rung: 1-4 s of scipy and BB&R imports under load)
+        return name in self._entries
+
     def __iter__(self) -> Iterator[str]:
         return iter(self._entries)
 
@@ -130,18 +134,23 @@ CPU_BLOCK_METHODS = ("simple", "ideals", "exact-lp", "bbr", "exact")
 CHECK_MAX_K = 4
 
 
-def choose_methods(problem, mips: tuple[str, ...] = ("bottleneck", "exact")
-                   ) -> tuple[tuple[str, ...], str]:
+def choose_methods(problem, mips: tuple[str, ...] = ("bottleneck", "exact"), *,
+                   deadline: float | None = None) -> tuple[tuple[str, ...], str]:
     """The ladder that proves `problem` optimal fastest, and why (one line).
 
     The DP over ideals when the graph has at most PICK_IDEALS of them (DNN-like graphs;
     it is exact, so its bound is the optimum); otherwise the simple bound, the station
-    bound (no solver), the forced crossings (`cross`), `mips`, for k <= CHECK_MAX_K guess and check (random DAGs
-    have far too many ideals), and BB&R over ideals (`bbr`, up to BBR_MAX_NODES
-    nodes), keeping, with CPU blocks or CPU-only ops, only the simple bound and the
-    methods that model them (the exact MIP and BB&R, by default).
+    bound (no solver), the forced crossings (`cross`), `mips`, for k <= CHECK_MAX_K
+    guess and check (random DAGs have far too many ideals), and BB&R over ideals
+    (`bbr`, up to BBR_MAX_NODES nodes), keeping, with CPU blocks or CPU-only ops, only
+    the simple bound and the methods that model them (the exact MIP and BB&R, by
+    default).
+
+    `deadline` (a perf_counter time; given only under a user's time limit): a count of
+    ideals not finished by then counts as "more than PICK_IDEALS".
     """
-    count = load("jaxplace.exact.dp:count_problem_ideals")(problem, PICK_IDEALS)
+    count = load("jaxplace.exact.dp:count_problem_ideals")(problem, PICK_IDEALS,
+                                                            deadline=deadline)
     if count is not None:
         return ("simple", "ideals"), f"{count:,} ideals: the DP over ideals"
     typed = problem.cpus > 0 or not bool(problem.supported.all())

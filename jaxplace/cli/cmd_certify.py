@@ -50,8 +50,9 @@ def add_arguments(p) -> None:
 
 
 def certify_and_print(problem, partition, *, methods, time_limit, threads, mip_rel_gap,
-                      seed=0, quiet=False):
+                      seed=0, quiet=False, total_time=None):
     """Run `certify` with a progress bar and print the ladder; returns the Certificate.
+    `total_time`: seconds for the whole ladder (None: `time_limit` per method only).
 
     Also used by `jaxplace partition --certify`.
     """
@@ -65,21 +66,25 @@ def certify_and_print(problem, partition, *, methods, time_limit, threads, mip_r
 
         cert = certify(problem, partition, methods=methods, time_limit=time_limit,
                        threads=threads, mip_rel_gap=mip_rel_gap, seed=seed,
-                       progress=progress)
+                       progress=progress,
+                       **({} if total_time is None else {"total_time": total_time}))
     print(cert.summary())
     return cert
 
 
-def default_bounds(problem, mips=None) -> tuple[tuple[str, ...], str]:
+def default_bounds(problem, mips=None, deadline: float | None = None
+                   ) -> tuple[tuple[str, ...], str]:
     """(bounds, why) when none are named: on identical accelerators the ladder that
-    proves the input fastest (`bounds.registry.choose_methods`), else the objective's
-    default bounds."""
+    proves the input fastest (`bounds.registry.choose_methods`; `deadline`, a
+    perf_counter time under a user's time limit, bounds its count of ideals), else the
+    objective's default bounds."""
     obj = problem.objective_impl
     if not obj.supports("identical_devices"):
         return tuple(obj.default_bounds), f"the default bounds of {obj.label}"
     from jaxplace.bounds.registry import choose_methods
 
-    return choose_methods(problem) if mips is None else choose_methods(problem, mips)
+    return (choose_methods(problem, deadline=deadline) if mips is None
+            else choose_methods(problem, mips, deadline=deadline))
 
 
 def run(args) -> int:

@@ -25,7 +25,7 @@ from jaxplace.cli.args import (
 )
 from jaxplace.cli.cmd_certify import certify_and_print, default_bounds
 from jaxplace.cli.partition_cluster import is_config_file, run_config_on_cluster
-from jaxplace.cli.runner import Runner, Stopped, search_limit
+from jaxplace.cli.runner import Clock, Runner, Stopped, search_limit
 from jaxplace.errors import JaxplaceError
 
 HELP = "partition a graph into pipeline stages"
@@ -33,6 +33,9 @@ DESCRIPTION = ("Search for a partition into at most k pipeline stages, print its
                "table and its ratio to the best lower bound known, and write the result "
                "JSON with -o. Ctrl-C stops the search and keeps the best partition found "
                "(exit status 130).")
+#: Under --time-limit with --certify, the share of the time left that choosing the
+#: ladder (counting the ideals, `bounds.registry.choose_methods`) may take.
+CHOOSE_SHARE = 0.05
 #: What the result JSON's "ip" block keeps of a method that solved its own IP.
 _IP_FIELDS = ("bound", "gap", "status", "nodes", "start_cost", "start_source")
 
@@ -50,7 +53,9 @@ def add_arguments(p) -> None:
     p.add_argument("--budget", type=positive_int, default=None,
                    help="decoder evaluations to spend")
     p.add_argument("--time-limit", type=seconds, default=None,
-                   help="seconds to spend at most (compile time included)")
+                   help="seconds the whole command may take, counted from its start "
+                   "(imports, reading the graph, compiling and --certify included; a "
+                   "moment is kept for writing the result)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--noncontiguous", action="store_true",
                    help="allow non-contiguous splits: the IP of Tarnawski et al. on HiGHS "
@@ -115,10 +120,29 @@ def settle_bound(problem, found, cert=None) -> tuple[float, str, str | None]:
     return lower, label, proved_by
 
 
-def _certify(problem, found, args, runner, remaining: float | None):
+def _ladder(problem, args) -> tuple[tuple[str, ...], str]:
+    """(bounds, why) of --certify: --bounds, or the ones the objective picks for the
+    input (on identical accelerators a count of ideals: under --time-limit at most
+    CHOOSE_SHARE of it), with their rungs loaded (the deferred ones import scipy and
+    BB&R: 1-3 s under load)."""
+    from jaxplace.bounds.registry import BOUNDS
+
+    deadline = None if args.time_limit is None else \
+        time.perf_counter() + CHOOSE_SHARE * args.time_limit
+    methods, why = ((problem.objective_impl.check_bound_methods(args.bounds), "--bounds")
+                    if args.bounds else default_bounds(problem, deadline=deadline))
+    for m in methods:
+        if m in BOUNDS:
+            BOUNDS[m]  # noqa: B018 (loads a deferred rung)
+    return methods, why
+
+
+def _certify(problem, found, args, runner, clock: Clock, ladder=None):
     """The Certificate of --certify, or None when interrupted before it finished:
-    the planner's proof when it made one, else the bounds (--bounds, or the ones the
-    objective picks for the input) sharing what is left of --time-limit."""
+    the planner's proof when it made one, else the bounds of `ladder` (None: chosen
+    now, `_ladder`) sharing what is left of --time-limit (`clock`): each rung at most
+    --certify-time and its share of what is left when it starts
+    (`jaxplace.bounds.certify`'s total_time)."""
     info = found.info
     if info.get("proved_by") and not args.bounds \
             and found.result.cost <= info.get("proof_lower_bound", 0.0) * (1 + 1e-9):
@@ -127,20 +151,15 @@ def _certify(problem, found, args, runner, remaining: float | None):
               f"({info.get('exact_detail') or 'closed form'})", flush=True)
         print(cert.summary(), flush=True)
         return cert
-    methods, why = ((problem.objective_impl.check_bound_methods(args.bounds), "--bounds")
-                    if args.bounds else default_bounds(problem))
-    per_method = args.certify_time
-    if remaining is not None:
-        from jaxplace.bounds.registry import BOUNDS
-
-        solves = sum(1 for m in methods if m not in BOUNDS or BOUNDS[m].kind != "closed-form")
-        per_method = max(min(per_method, remaining / max(solves, 1)), 0.05)
+    methods, why = ladder or _ladder(problem, args)
+    total = clock.left()
+    per_method = args.certify_time if total is None else min(args.certify_time, total)
     print(f"certify with {','.join(methods)} ({why})", flush=True)
     try:
         return runner.call(lambda: certify_and_print(
             problem, getattr(found.result, "partition", found.result), methods=methods,
             time_limit=per_method, threads=args.threads, mip_rel_gap=1e-6, seed=args.seed,
-            quiet=args.quiet))
+            quiet=args.quiet, total_time=None if clock.end is None else clock.left()))
     except Stopped:
         return None
 
@@ -181,12 +200,21 @@ def run(args) -> int:
         raise JaxplaceError("applies to --certify", field="--bounds")
     if args.cluster and is_config_file(args.file):  # a model config: the exact layer DP
         return run_config_on_cluster(args)
-    t_start = time.perf_counter()
     problem, source = problem_from_args(args)
     obj = problem.objective_impl
     args, options = _search_args(args, obj)
+    # --time-limit covers the whole command, from the process's start (imports and
+    # reading the graph included) to its exit, less a reserve for printing and writing.
+    # With --certify the limit is split between the search and the certificate: JAX
+    # (1-4 s under load) and the ladder's rungs are imported first, so that neither
+    # share pays for them
+    import jaxplace.search  # noqa: F401
+
+    ladder = _ladder(problem, args) if args.certify and args.time_limit else None
+    clock = Clock(args.time_limit)
     with Runner(quiet=args.quiet) as runner:
-        found = runner.search(problem, args, time_limit=search_limit(args), options=options)
+        found = runner.search(problem, args, time_limit=search_limit(args, clock),
+                              options=options)
         if found is None:
             return runner.nothing_written("a first solution was found")
         print(_header(source, problem, found), flush=True)
@@ -195,8 +223,7 @@ def run(args) -> int:
         cert, timings = None, {"search_s": found.elapsed}
         if args.certify and not runner.interrupted:
             tc = time.perf_counter()
-            left = None if args.time_limit is None else args.time_limit - (tc - t_start)
-            cert = _certify(problem, found, args, runner, left)
+            cert = _certify(problem, found, args, runner, clock, ladder)
             timings["certify_s"] = time.perf_counter() - tc
             if cert is not None and cert.partition is not None and cert.partition_source \
                     != "given" and cert.upper_bound < cost * (1 - 1e-9):  # a bound's own

@@ -14,12 +14,17 @@ long C call (XLA compilation, a HiGHS solve) that would delay Python's signal ha
   `interrupted`: the command finishes its short work, skips further long work, exits 130.
 - Deadline (`call(..., deadline=s)`): the same as a first Ctrl-C at `s` seconds, but
   only gives up on the worker when a solution exists; the command exits 0.
+- --time-limit covers the whole process (`Clock`): counted from the process's start
+  (`process_elapsed`), less `exit_reserve` for printing and writing; once the command
+  has written its result it exits without waiting for its threads still at work
+  (`worker_alive`: a worker or an abandoned coarse search inside XLA's compiler).
 
 Ctrl-C outside a Runner block raises KeyboardInterrupt as usual (exit 130).
 """
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import threading
@@ -35,9 +40,45 @@ EXIT_INTERRUPTED = 130
 DEADLINE_GRACE = 0.5
 
 
+#: Threads whose names start with this prefix are the CLI's own long work (its
+#: worker, the multilevel search's coarse search): at exit nobody waits for them.
+THREAD_PREFIX = "jaxplace-"
+
+
+#: Threads alive when the last Runner started: not the command's own (in a process
+#: that runs the CLI more than once, e.g. tests calling `main`, an earlier call's).
+_BEFORE: set[threading.Thread] = set()
+
+
 def worker_alive() -> bool:
-    """A worker thread is still running (it ignored a cancel request)."""
-    return any(t.name == WORKER_NAME and t.is_alive() for t in threading.enumerate())
+    """A thread of the command's long work is still running (a worker that ignored a
+    cancel request, or a search's abandoned coarse search still inside XLA's
+    compiler): the command exits without waiting for it (`cli.main._leave_now`), its
+    result being no longer needed once the command has written its own."""
+    return any(t.name.startswith(THREAD_PREFIX) and t.is_alive() and t not in _BEFORE
+               for t in threading.enumerate() if t is not threading.current_thread())
+
+
+#: When this module was imported (the CLI imports it first): the start of the clock of
+#: --time-limit where the kernel's process start time cannot be read.
+_IMPORTED_AT = time.monotonic()
+
+
+def process_elapsed() -> float:
+    """Seconds since this process started: Python's start-up, the imports and reading
+    the input count against --time-limit too (the user times the whole command). From
+    the kernel's start time on Linux (/proc), else since the CLI was imported."""
+    since_import = time.monotonic() - _IMPORTED_AT
+    try:
+        with open("/proc/self/stat") as f:
+            ticks = int(f.read().rsplit(")", 1)[1].split()[19])  # field 22, starttime
+        with open("/proc/uptime") as f:
+            uptime = float(f.read().split()[0])
+        elapsed = uptime - ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, AttributeError):
+        return since_import
+    # a sandbox may report clocks that disagree; start-up never takes minutes
+    return elapsed if since_import <= elapsed <= since_import + 120 else since_import
 
 
 #: With --certify and --time-limit, the share of the limit the search may use; the
@@ -45,11 +86,39 @@ def worker_alive() -> bool:
 SEARCH_SHARE_WITH_CERTIFY = 0.5
 
 
-def search_limit(args) -> float | None:
-    """The search's own time limit: all of --time-limit, or its share with --certify."""
+def exit_reserve(time_limit: float) -> float:
+    """Seconds of --time-limit held back for what follows the long work: the runner's
+    wait for a late search (DEADLINE_GRACE), decoding the incumbent, the report, the
+    result JSON and the exit (the interpreter's finalization alone took 1-2 s under
+    load 6-10 when no thread was left; see experiments/time_limit_ends.md)."""
+    return min(DEADLINE_GRACE + 1.0 + 0.02 * time_limit, 0.25 * time_limit)
+
+
+class Clock:
+    """The end of a command under --time-limit, counted from the process's start
+    (`process_elapsed`), less `exit_reserve`; `left()` is what remains of it for long
+    work (None: no limit)."""
+
+    def __init__(self, time_limit: float | None):
+        self.time_limit = time_limit
+        self.end = None if time_limit is None else (
+            time.perf_counter() + time_limit - process_elapsed() - exit_reserve(time_limit))
+
+    def left(self, floor: float = 0.1) -> float | None:
+        """Seconds left for long work (at least `floor`: every step needs a moment to
+        return what it has), or None without a limit."""
+        if self.end is None:
+            return None
+        return max(self.end - time.perf_counter(), floor)
+
+
+def search_limit(args, clock: Clock | None = None) -> float | None:
+    """The search's own time limit: what is left of --time-limit (counted from the
+    process's start, see `Clock`), or its share of it with --certify."""
     if args.time_limit is None:
         return None
-    return args.time_limit * (SEARCH_SHARE_WITH_CERTIFY if args.certify else 1.0)
+    left = (clock or Clock(args.time_limit)).left()
+    return left * (SEARCH_SHARE_WITH_CERTIFY if args.certify else 1.0)
 
 
 @dataclass
@@ -105,6 +174,8 @@ class Runner:
         return self._signal_at is not None
 
     def __enter__(self) -> Runner:
+        _BEFORE.clear()
+        _BEFORE.update(threading.enumerate())
         if (threading.current_thread() is threading.main_thread()
                 and signal.getsignal(signal.SIGINT) is not signal.SIG_IGN):  # nohup, `&`
             self._previous = signal.signal(signal.SIGINT, self._on_sigint)
@@ -165,11 +236,15 @@ class Runner:
                options: dict | None = None) -> Found | None:
         """`jaxplace.search(problem, args.method, ...)` under this runner, with the command's
         budget and seed, `time_limit` (the search's share of --time-limit; default all of
-        it) and method keywords `options`; None when Ctrl-C came before a first solution."""
+        it, counted from this call: importing the search, i.e. JAX, 1-4 s, included) and
+        method keywords `options`; None when Ctrl-C came before a first solution."""
+        called = time.perf_counter()
         from jaxplace.search import StopRule, search
 
         obj = problem.objective_impl
         limit = args.time_limit if time_limit is None else time_limit
+        if limit is not None:
+            limit = max(limit - (time.perf_counter() - called), 0.1)
         kw = {"budget": args.budget, "seed": args.seed, "progress": False,
               "stop": StopRule(time_limit=limit, cancel=self.cancel),
               "observer": self.observe, **(options or {})}

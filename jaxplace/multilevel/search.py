@@ -292,9 +292,11 @@ def _coarse_search(req, top: Level, a: np.ndarray, method: str, evals: int,
     # its share the search is abandoned (cancelled, it stops after its chunk in
     # flight) and the cycle goes on; without one it runs to its evaluations. Not a
     # daemon: a daemon thread still compiling when the interpreter exits is killed
-    # inside XLA's C++ and aborts the process ("FATAL: exception not rethrown"), so
-    # the exit waits for it instead
-    thread = threading.Thread(target=work, daemon=False)
+    # inside XLA's C++ and aborts the process ("FATAL: exception not rethrown"), so a
+    # library caller's exit waits for it; the CLI, once it has written its result,
+    # leaves without waiting (os._exit) for threads named "jaxplace-..."
+    # (`cli.runner.worker_alive`)
+    thread = threading.Thread(target=work, name="jaxplace-coarse-search", daemon=False)
     thread.start()
     give_up = math.inf if seconds is None else t0 + seconds * 1.1 + 1.0
     while thread.is_alive() and time.perf_counter() < give_up:
