@@ -90,7 +90,7 @@ def exit_reserve(time_limit: float) -> float:
     """Seconds of --time-limit held back for what follows the long work: the runner's
     wait for a late search (DEADLINE_GRACE), decoding the incumbent, the report, the
     result JSON and the exit (the interpreter's finalization alone took 1-2 s under
-    load 6-10 when no thread was left; see experiments/time_limit_ends.md)."""
+    load 6-10 when no thread was left)."""
     return min(DEADLINE_GRACE + 1.0 + 0.02 * time_limit, 0.25 * time_limit)
 
 
