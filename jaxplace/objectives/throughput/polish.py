@@ -20,10 +20,11 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import replace
 
 import numpy as np
 
-from jaxplace.cost import evaluate_partition
+from jaxplace.cost import evaluate_partition, throughput_lower_bound
 from jaxplace.problem import Problem
 from jaxplace.search.programs import order_priorities
 
@@ -35,6 +36,14 @@ POLISH_MAX_NODES = 400
 #: heuristics run from the warm start) and one branch. A count, not seconds, so that
 #: the answer does not depend on the machine's load.
 POLISH_MIP_NODES = 1
+#: The polish's MIP: "full" (every node free) or "band" (rounds over the nodes near
+#: the cuts; see `band_nodes`).
+POLISH_METHOD = "full"
+#: "band": nodes within this many edges of a cut edge are free ...
+POLISH_BAND_HOPS = 2
+#: ... in at most this many MIPs (each from the last one's incumbent; the rounds stop
+#: at the first that does not improve).
+POLISH_BAND_ROUNDS = 3
 #: Under a user's time limit, HiGHS seconds of a polish at most (and the time left).
 POLISH_MAX_TIME = 10.0
 #: Under a user's time limit, no polish with less than this many seconds left.
@@ -66,32 +75,112 @@ def polish_skipped(t: float | None) -> bool:
 
 def mip_polish(problem: Problem, assignment, *, time_limit: float | None = None,
                max_nodes: int = POLISH_MIP_NODES, threads: int = 1,
-               report: dict | None = None) -> tuple[np.ndarray, float, dict] | None:
+               report: dict | None = None, method: str | None = None,
+               hops: int = POLISH_BAND_HOPS, rounds: int = POLISH_BAND_ROUNDS,
+               highs_options: dict | None = None,
+               ) -> tuple[np.ndarray, float, dict] | None:
     """(assignment, cost, info) of the exact MIP's incumbent when it beats
-    `assignment`, else None. `max_nodes`: branch-and-bound nodes (deterministic);
-    `time_limit`: seconds (None: none). `info`: seconds, HiGHS status, nodes, proven
-    lower bound, and "stopped": "time limit" when the time limit cut it short;
-    `report`, when given, receives it whether or not the polish improved."""
-    from jaxplace.bounds.exact import exact_bound
+    `assignment`, else None.
 
+    `method`: "full" (the whole MIP, every node free) or "band" (`rounds` MIPs, each
+    freeing only the nodes within `hops` edges of a cut edge of the current partition,
+    the rest fixed to their blocks; see `band_nodes`); None: POLISH_METHOD.
+    `max_nodes`: branch-and-bound nodes of each MIP (deterministic); `time_limit`:
+    seconds in all (None: none); `highs_options`: more HiGHS options (each checked).
+    `info`: seconds, HiGHS status, nodes, the MIPs' free nodes and rounds, proven lower
+    bound (only a full MIP proves one), and "stopped": "time limit" when the time limit
+    cut it short; `report`, when given, receives it whether or not the polish improved.
+    """
+    from jaxplace.bounds.exact import exact_model
+
+    method = POLISH_METHOD if method is None else method
+    if method not in ("full", "band"):
+        raise ValueError(f"unknown polish method {method!r} (full, band)")
     pc = evaluate_partition(problem, assignment)
     if not pc.feasible or (time_limit is not None and time_limit <= 0):
         return None
     t0 = time.perf_counter()
-    res, found, _ = exact_bound(
-        problem, pc.assignment, threads=threads,
-        time_limit=math.inf if time_limit is None else time_limit,
-        highs_options={"mip_max_nodes": int(max_nodes)})
-    info = polish_info(res, time.perf_counter() - t0, pc.bottleneck)
+    opts = {"mip_max_nodes": int(max_nodes), **(highs_options or {})}
+    model = exact_model(problem)
+    cur, info = pc, {}
+    for r in range(1 if method == "full" else max(1, int(rounds))):
+        free = None if method == "full" else band_nodes(problem, cur.assignment, hops)
+        left = None if time_limit is None else time_limit - (time.perf_counter() - t0)
+        if left is not None and left <= 0:
+            info["stopped"] = "time limit"
+            break
+        res, found = _solve(problem, model, cur, free, left, threads, opts)
+        step = polish_info(res, 0.0, pc.bottleneck)
+        info = {**step, "rounds": r + 1,
+                "nodes": info.get("nodes", 0) + step["nodes"],
+                "free": info.get("free", []) + [problem.n if free is None
+                                                 else int(free.sum())]}
+        if free is not None:  # a restricted MIP bounds only its neighbourhood
+            info["lower_bound"] = float(throughput_lower_bound(problem))
+        new = None if found is None else evaluate_partition(problem, found)
+        if new is None or not new.bottleneck < cur.bottleneck * (1 - 1e-9):
+            break
+        cur = new
+        if "stopped" in info:
+            break
+    info["time"] = time.perf_counter() - t0
+    info.setdefault("before", pc.bottleneck)
     if report is not None:
         report.update(info)
-    if found is None:
+    if cur is pc:
         return None
-    new = evaluate_partition(problem, found)
-    if not new.bottleneck < pc.bottleneck * (1 - 1e-9):
-        return None
-    info["after"] = new.bottleneck
-    return new.assignment, new.bottleneck, info
+    info["after"] = cur.bottleneck
+    return cur.assignment, cur.bottleneck, info
+
+
+def _solve(problem: Problem, model, pc, free, time_limit, threads, opts):
+    """One HiGHS solve of `model` from `pc`, the nodes outside `free` (None: all
+    free) fixed to their blocks: (SolveResult, assignment or None)."""
+    from jaxplace.bounds._model import dag_numbering
+    from jaxplace.bounds.exact import exact_bound
+
+    if free is not None:
+        model = fix_nodes(model, dag_numbering(pc.assignment, pc.block_order), free)
+    res, found, _ = exact_bound(
+        problem, pc.assignment, threads=threads, model=model,
+        time_limit=math.inf if time_limit is None else time_limit, highs_options=opts)
+    return res, found
+
+
+def band_nodes(problem: Problem, assignment, hops: int) -> np.ndarray:
+    """(n,) bool: the nodes within `hops` edges (either direction) of an edge whose
+    ends lie in different blocks. Why: the search's partitions are good away from
+    their cuts; what the MIP improves is where the cuts run, so only the nodes near
+    them need to move, and a MIP over them is much smaller than the whole one."""
+    a = np.asarray(assignment, np.int64)
+    e = problem.graph.edges
+    free = np.zeros(problem.n, dtype=bool)
+    if not len(e):
+        return free
+    u, v = e[:, 0], e[:, 1]
+    cut = a[u] != a[v]
+    free[u[cut]] = True
+    free[v[cut]] = True
+    for _ in range(max(0, int(hops))):
+        grow = free.copy()
+        grow[v[free[u]]] = True
+        grow[u[free[v]]] = True
+        free = grow
+    return free
+
+
+def fix_nodes(model, position: np.ndarray, free: np.ndarray):
+    """A copy of the exact MIP `model` with every node outside `free` fixed to its
+    block `position` (blocks in DAG order): y[v, b] = (position[v] <= b)."""
+    nb = model.nb
+    lo, hi = model.col_lo.copy(), model.col_hi.copy()
+    if nb > 1:
+        fixed = np.flatnonzero(~np.asarray(free, bool))
+        val = (position[fixed, None] <= np.arange(nb - 1)[None, :]).astype(np.float64)
+        cols = model.y0 + fixed[:, None] * (nb - 1) + np.arange(nb - 1)[None, :]
+        lo[cols] = val
+        hi[cols] = val
+    return replace(model, col_lo=lo, col_hi=hi)
 
 
 def polish_info(res, seconds: float, before: float) -> dict:
