@@ -27,7 +27,14 @@ from jaxplace.errors import JaxplaceError
 from jaxplace.exact import solve_ideals
 from jaxplace.exact.bbr import feasible, solve_bbr
 from jaxplace.exact.bbr_bound import BbrBound, CrossBound, bbr_exact
-from jaxplace.exact.bbr_cross import crossing_bound, crossings, refuted
+from jaxplace.exact.bbr_cross import (
+    _chain_cuts,
+    _crossings,
+    _whole_most,
+    crossing_bound,
+    crossings,
+    refuted,
+)
 from jaxplace.exact.bbr_model import build_model
 from jaxplace.exact.bbr_search import Memo
 
@@ -174,6 +181,42 @@ def test_crossing_bound_below_the_dp_and_raises_the_bound():
             forced, q = crossings(build_model(problem).cross, opt)
             assert ((q >= 2) | ~forced).all()  # a forced group is paid twice at least
     assert gains > 0
+
+
+def _whole_groups(cd, atom_of, assignment):
+    """(G,) bool: the groups whose atoms all sit in one block of `assignment`."""
+    A = cd.gatoms.shape[1]
+    block = np.full(A, -1, dtype=np.int64)
+    block[atom_of] = assignment
+    out = np.zeros(len(cd.gsize), dtype=bool)
+    for g, row in enumerate(cd.gatoms):
+        out[g] = len(np.unique(block[row])) == 1
+    return out
+
+
+def test_chain_cuts_keep_the_optimum_whole_groups():
+    """At T = OPT on 24-node DAGs: the groups an optimal split holds whole all have
+    q = 0, no chain cut contains them all (with every free group chosen, the cuts
+    are found among them), and the whole-groups bound with the chain cuts is at least
+    what that split holds whole."""
+    cut_seen = 0
+    for seed in range(4):
+        for k in (3, 5, 8, 12):
+            problem = jp.Problem(small_graph(seed), k)
+            res = solve_ideals(problem, search=False)
+            m = build_model(problem)
+            cd = m.cross
+            whole = _whole_groups(cd, m.atom_of, res.assignment)
+            _, q, apart = _crossings(cd, res.cost)
+            assert (q[whole] == 0).all()
+            free = q == 0
+            for c, r in _chain_cuts(cd, free.copy(), free, res.cost * (1 + 1e-9)):
+                cut_seen += 1
+                assert r == len(c) - 1
+                assert not whole[c].all(), (seed, k, c)
+            held = 2.0 * float(cd.gsize[whole].sum())
+            assert _whole_most(cd, q, apart, res.cost) >= held * (1 - 1e-9) - 1e-9
+    assert cut_seen > 0
 
 
 def test_cross_rung():

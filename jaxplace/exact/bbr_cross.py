@@ -29,6 +29,17 @@ it refutes). BB&R (`bbr_search`) uses q at its nodes (the remaining blocks pay q
 size[g] for every group with no atom placed, size[g] for every group cut by the placed
 ideal) and the forced flags while a block grows (a block touching a forced group pays
 it). CPU blocks pay no transfers, so none of this applies when CPUs may be used.
+
+Groups held whole (`_whole_most`): every group not held whole is paid at least twice,
+so K T >= work + overflow + sum max(2, q) size - 2 (size of the groups held whole).
+What can be held whole is bounded by a weighted independent set: groups whose hulls
+share an atom and are both held whole lie in one block, and so does a whole chain of
+them (each sharing an atom with the next): its union hull, the groups touching it that
+are never whole, and for the others touching it their size or what holding them adds,
+must fit T, else not all of the chain is whole (a chain cut). The pairs and triples
+go to a small MIP (dual bound); the chains, found round by round from an LP's
+solution together with cliques of the pair conflicts, to that LP (`_chain_lp`, bound
+from its duals).
 """
 
 from __future__ import annotations
@@ -72,6 +83,17 @@ MAX_TRIPLES = 4000
 #: an independent set).
 WHOLE_RTOL = 1e-5
 
+#: Rounds of cuts in the whole-groups LP (`_chain_lp`; each re-solves it): cliques of
+#: pair conflicts, and connected sets of groups (hulls overlapping in a chain) whose
+#: union hull cannot fit one block (`_chain_cuts`, `_chain_walks`).
+CHAIN_ROUNDS = 30
+
+#: Starting groups tried per component when looking for a small violating chain.
+CHAIN_STARTS = 12
+
+#: Chain cuts kept for later guesses (a cut found at T holds at every T' <= T).
+CHAIN_POOL = 4000
+
 #: Rounds of the forced-set fixpoint (each only adds groups; the bound is valid after
 #: any number of rounds).
 ROUNDS = 8
@@ -92,6 +114,10 @@ class CrossData:
     - `group_a`, `group_b`: the two groups of every group pair hull (rows after the
       atom pairs: groups whose hulls share an atom); `group_t`: (N, 3) the groups of
       every group triple hull (the last rows: three hulls sharing an atom);
+    - `gdn`, `gup`, `gatoms`: (G, A) bool, the descendants, the ancestors and the atoms
+      of every group (a set of groups' hull is any(gdn) & any(gup)); `atom_work`,
+      `atom_param`: (A,); `overlap`: per group, the groups whose hulls share an atom
+      (all of them, unlike `group_a`/`group_b`, which the cell budget may cut);
     - `pair_a`, `pair_b`: the two atoms of every pair; `ends_flat`, `ends_ptr`: the
       atoms of every group (CSR); `station`, `atom_of`: the station windows' data and
       the atom of every node (None: no windows).
@@ -121,7 +147,14 @@ class CrossData:
     group_a: np.ndarray = None
     group_b: np.ndarray = None
     group_t: np.ndarray = None
-    whole_memo: dict = field(default_factory=dict)  # (q, apart) -> `_whole_most`
+    gdn: np.ndarray = None
+    gup: np.ndarray = None
+    gatoms: np.ndarray = None
+    atom_work: np.ndarray = None
+    atom_param: np.ndarray = None
+    overlap: list = None
+    whole_memo: dict = field(default_factory=dict)  # (q, apart, T) -> `_whole_most`
+    chain_pool: list = field(default_factory=list)  # (T found at, groups) chain cuts
 
 
 def _bits(mask: int, A: int) -> np.ndarray:
@@ -243,7 +276,10 @@ def cross_data(m: Model) -> CrossData | None:
         pair_a=np.asarray(pa, dtype=np.int64), pair_b=np.asarray(pb, dtype=np.int64),
         ends_flat=np.asarray(flat, dtype=np.int64), ends_ptr=np.asarray(ptr, dtype=np.int64),
         station=m.station, atom_of=m.atom_of, group_a=ga.astype(np.int64),
-        group_b=gb.astype(np.int64), group_t=gt)
+        group_b=gb.astype(np.int64), group_t=gt,
+        gdn=np.stack([_bits(x, A) for x in gdn]), gup=np.stack([_bits(x, A) for x in gup]),
+        gatoms=gm, atom_work=work, atom_param=param,
+        overlap=[np.flatnonzero(row).tolist() for row in (ov | ov.T)])
 
 
 def atom_windows(cd: CrossData, T: float, A: int | None = None):
@@ -340,50 +376,275 @@ def _crossings(cd: CrossData, T: float, win=None):
     return forced, q, conflict[G + P:]  # group pairs, then group triples
 
 
-def _whole_most(cd: CrossData, q: np.ndarray, apart: np.ndarray) -> float:
-    """An upper bound on the size of the groups a split holds whole, each counted
-    twice (what they save over being cut): only groups with q = 0 can be, and two
-    whose hulls overlap can only if their union fits (`apart` false), three likewise.
-    A weighted independent set, solved by HiGHS (scipy) with a node limit; its dual
-    bound."""
+def _whole_most(cd: CrossData, q: np.ndarray, apart: np.ndarray,
+                T: float = math.inf, enough: float = -math.inf,
+                deadline: float = math.inf) -> float:
+    """An upper bound on the size of the groups a split of cost <= T holds whole, each
+    counted twice (what they save over being cut): only groups with q = 0 can be; two
+    whose hulls overlap can only if their union fits (`apart` false), three likewise,
+    and a chain of overlapping hulls only if its union hull fits one block
+    (`_chain_cuts`, at a finite T). A weighted independent set, solved by HiGHS
+    (scipy) with a node limit; its dual bound. The chain rounds stop once the bound is
+    below `enough` (all the caller needs) or past `deadline`."""
     free = q == 0
     w = 2.0 * cd.gsize * free
     total = float(w.sum())
     npair = len(cd.group_a)
     sel = apart[:npair] & free[cd.group_a] & free[cd.group_b]
     tsel = apart[npair:] & free[cd.group_t].all(1)
-    if total <= 0 or not (sel.any() or tsel.any()):
+    chains = cd.gdn is not None and math.isfinite(T)
+    if total <= 0 or not (sel.any() or tsel.any() or chains):
         return total
-    key = (free.tobytes(), sel.tobytes(), tsel.tobytes())  # nearby guesses share it
+    # the chain cuts depend on T, so the guess is part of the key
+    key = (free.tobytes(), sel.tobytes(), tsel.tobytes(),
+           (T, enough) if chains else None)
     if (hit := cd.whole_memo.get(key)) is not None:
         return hit
     if len(cd.whole_memo) > 4096:
         cd.whole_memo.clear()
-    cd.whole_memo[key] = out = _independent(cd, w, total, sel, tsel)
+    out = _independent(cd, w, total, sel, tsel, T if chains else None, free, enough,
+                       deadline)
+    if time.perf_counter() <= deadline:  # a result cut short is not the answer at T
+        cd.whole_memo[key] = out
     return out
 
 
 def _independent(cd: CrossData, w: np.ndarray, total: float, sel: np.ndarray,
-                 tsel: np.ndarray) -> float:
+                 tsel: np.ndarray, T: float | None = None,
+                 free: np.ndarray | None = None, enough: float = -math.inf,
+                 deadline: float = math.inf) -> float:
     """`_whole_most` for the conflicting pairs `sel` (at most one whole) and triples
-    `tsel` (at most two) (uncached)."""
+    `tsel` (at most two) (uncached): the MIP's dual bound (HiGHS, node limit), and with
+    T given the smaller of it and `_chain_lp`."""
     pairs, trips = np.c_[cd.group_a[sel], cd.group_b[sel]], cd.group_t[tsel]
     used = np.unique(np.r_[pairs.ravel(), trips.ravel()])  # the others: all whole
+    best = total
+    if len(used):
+        idx = np.full(len(w), -1, dtype=np.int64)
+        idx[used] = np.arange(len(used))
+        A = _rows([*pairs.tolist(), *trips.tolist()], idx, len(used))
+        ub = np.r_[np.ones(len(pairs)), np.full(len(trips), 2.0)]
+        res = milp(-w[used], integrality=np.ones(len(used)), bounds=(0, 1),
+                   constraints=LinearConstraint(A, -np.inf, ub),
+                   options={"node_limit": MWIS_NODES, "presolve": True})
+        dual = getattr(res, "mip_dual_bound", None)
+        if dual is not None and np.isfinite(dual):
+            best = min(total, total - float(w[used].sum()) - float(dual))
+    if T is None or best < enough:
+        return best
+    return min(best, _chain_lp(cd, w, pairs, trips, T, free, enough, deadline))
+
+
+def _rows(sets: list, idx: np.ndarray, ncol: int):
+    """CSR matrix with a row of ones per set of groups (`idx`: group -> column)."""
+    rows = np.repeat(np.arange(len(sets)), [len(c) for c in sets])
+    cols = idx[np.fromiter((g for c in sets for g in c), dtype=np.int64)]
+    return coo_array((np.ones(len(rows)), (rows, cols)), shape=(len(sets), ncol)).tocsr()
+
+
+def _chain_lp(cd: CrossData, w: np.ndarray, pairs: np.ndarray, trips: np.ndarray,
+              T: float, free: np.ndarray, enough: float, deadline: float) -> float:
+    """The whole-groups bound as an LP with cuts, round by round: the pairs (at most
+    one whole) and triples (at most two), the chain cuts of the pool found at a T' >=
+    T (each holds at every T' below where it was found), then per round the cliques
+    of the pair conflicts (at most one whole) and the chain cuts (`_chain_cuts`,
+    `_chain_walks`) that the LP's solution violates. Every constraint holds for every
+    split of cost <= T; each round's bound comes from the LP's duals (`_lp_bound`,
+    valid whatever the solver's tolerances), the smallest is returned."""
+    from scipy.optimize import linprog
+
+    var = np.flatnonzero(w > 0)
     idx = np.full(len(w), -1, dtype=np.int64)
-    idx[used] = np.arange(len(used))
-    rows = np.r_[np.repeat(np.arange(len(pairs)), 2),
-                 len(pairs) + np.repeat(np.arange(len(trips)), 3)]
-    cols = np.r_[idx[pairs].ravel(), idx[trips].ravel()]
-    nrow = len(pairs) + len(trips)
-    A = coo_array((np.ones(len(rows)), (rows, cols)), shape=(nrow, len(used))).tocsr()
-    ub = np.r_[np.ones(len(pairs)), np.full(len(trips), 2.0)]
-    res = milp(-w[used], integrality=np.ones(len(used)), bounds=(0, 1),
-               constraints=LinearConstraint(A, -np.inf, ub),
-               options={"node_limit": MWIS_NODES, "presolve": True})
-    dual = getattr(res, "mip_dual_bound", None)
-    if dual is None or not np.isfinite(dual):
-        return total
-    return min(total, total - float(w[used].sum()) - float(dual))
+    idx[var] = np.arange(len(var))
+    sets = [*pairs.tolist(), *trips.tolist()]
+    rhs = [1.0] * len(pairs) + [2.0] * len(trips)
+    seen = {frozenset(c) for c in sets}
+    for t, c in cd.chain_pool:
+        if t >= T and (w[list(c)] > 0).all() and frozenset(c) not in seen:
+            seen.add(frozenset(c))
+            sets.append(list(c))
+            rhs.append(len(c) - 1.0)
+    adj: dict[int, set[int]] = {}
+    for a, b in pairs.tolist():
+        adj.setdefault(a, set()).add(b)
+        adj.setdefault(b, set()).add(a)
+    Tc = T * (1 + RTOL) + ATOL
+    wv, best = w[var], float(w.sum())
+    for _ in range(CHAIN_ROUNDS):
+        A = _rows(sets, idx, len(var)) if sets else None
+        b = np.asarray(rhs)
+        res = linprog(-wv, A_ub=A, b_ub=b if sets else None, bounds=(0, 1), method="highs")
+        if res.status != 0:
+            break
+        y = -res.ineqlin.marginals if sets else np.zeros(0)
+        best = min(best, _lp_bound(wv, A, b, y))
+        if best < enough or time.perf_counter() > deadline:
+            break
+        x = np.zeros(len(w))
+        x[var] = res.x
+        new = (_cliques(x, adj) + _chain_cuts(cd, x > 0.5, free, Tc)
+               + _chain_walks(cd, x, free, Tc))
+        found = []
+        for c, r in new:
+            if x[c].sum() > r + 1e-6 and frozenset(c) not in seen:
+                seen.add(frozenset(c))
+                found.append((c, r))
+        if not found:
+            break
+        for c, r in found:
+            sets.append(c)
+            rhs.append(r)
+            if r == len(c) - 1.0 and len(c) > 2:  # a chain cut: keep for later guesses
+                if len(cd.chain_pool) >= CHAIN_POOL:
+                    cd.chain_pool.clear()
+                cd.chain_pool.append((T, tuple(c)))
+    return best
+
+
+def _lp_bound(w: np.ndarray, A, b: np.ndarray, y: np.ndarray) -> float:
+    """A valid bound on max w x s.t. A x <= b, 0 <= x <= 1 from any duals y:
+    b y + sum max(0, w - A^T y), with y clipped at 0 (weak duality)."""
+    if A is None:
+        return float(np.maximum(w, 0).sum())
+    y = np.maximum(np.nan_to_num(y), 0.0)
+    return float(b @ y + np.maximum(w - A.T @ y, 0.0).sum())
+
+
+def _cliques(x: np.ndarray, adj: dict) -> list:
+    """(groups, 1): greedy cliques of the pair conflicts around each fractional group,
+    heaviest first; at most one group of a clique is held whole."""
+    out = []
+    for v in sorted((v for v in adj if 1e-6 < x[v] < 1 - 1e-6), key=lambda v: -x[v]):
+        clique = [v]
+        for u in sorted(adj[v], key=lambda u: -x[u]):
+            if x[u] > 1e-6 and all(u in adj[c] for c in clique[1:]):
+                clique.append(u)
+        if len(clique) >= 3:
+            out.append((sorted(clique), 1.0))
+    return out
+
+
+def _chain_walks(cd: CrossData, x: np.ndarray, free: np.ndarray, Tc: float) -> list:
+    """(groups, |groups| - 1): chains the LP's fractional solution may violate: from
+    each group with x > 1/2, a walk adding the overlapping group of largest x until the
+    union hull is too costly (`_block_cost`) or the missing sum(1 - x) reaches 1."""
+    import heapq
+
+    out = []
+    for s in sorted(np.flatnonzero(x > 0.5).tolist(), key=lambda g: -x[g])[:CHAIN_STARTS * 4]:
+        walk, inside, slack = [s], {s}, 1.0 - x[s]
+        heap = [(-x[h], h) for h in cd.overlap[s] if x[h] > 1e-6]
+        heapq.heapify(heap)
+        while heap:
+            nx, h = heapq.heappop(heap)
+            if h in inside:
+                continue
+            slack += 1.0 + nx
+            if slack >= 1.0:
+                break
+            inside.add(h)
+            walk.append(h)
+            if _block_cost(cd, walk, free) > Tc:
+                out.append((sorted(walk), len(walk) - 1.0))
+                break
+            for u in cd.overlap[h]:
+                if u not in inside and x[u] > 1e-6:
+                    heapq.heappush(heap, (-x[u], u))
+    return out
+
+
+def _chain_cuts(cd: CrossData, chosen: np.ndarray, free: np.ndarray,
+                Tc: float) -> list:
+    """(groups, |groups| - 1): sets of groups, among the `chosen` ones, that no split
+    of cost <= T can hold all whole: groups held whole whose hulls share atoms,
+    pairwise along a chain, lie in one block (an atom is in one block), which then
+    holds their union hull (`_block_cost`). Per connected component of the chosen
+    groups (hulls overlapping) whose union is too costly, the smallest too-costly
+    prefix of a breadth-first walk from a few starts."""
+    seen = np.zeros(len(chosen), dtype=bool)
+    cuts = []
+    for g0 in np.flatnonzero(chosen).tolist():
+        if seen[g0]:
+            continue
+        comp, stack = [], [g0]
+        seen[g0] = True
+        while stack:
+            g = stack.pop()
+            comp.append(g)
+            for h in cd.overlap[g]:
+                if chosen[h] and not seen[h]:
+                    seen[h] = True
+                    stack.append(h)
+        if len(comp) < 2 or _block_cost(cd, comp, free) <= Tc:
+            continue
+        best = None
+        for s in comp[:CHAIN_STARTS]:
+            walk = _too_costly_walk(cd, s, chosen, free, Tc,
+                                    None if best is None else len(best))
+            if walk is not None and (best is None or len(walk) < len(best)):
+                best = walk
+        if best is not None:
+            cuts.append((sorted(best), len(best) - 1.0))
+    return cuts
+
+
+def _block_cost(cd: CrossData, whole, free: np.ndarray) -> float:
+    """Least cost of a block holding the groups `whole` whole (inf over capacity):
+    the work and overflow of their union hull H, every group touching H that is never
+    held whole (q > 0) paid, and for the other groups touching H (free, not in
+    `whole`) the least of t + the sizes of those whose growing H to hold them whole
+    adds more than t (each is held whole, raising the block by at least its extra,
+    or paid)."""
+    whole = list(whole)
+    dn, up = cd.gdn[whole].any(0), cd.gup[whole].any(0)
+    hull = dn & up
+    base = _base_cost(cd, hull[None, :])[0]
+    if not math.isfinite(base):
+        return math.inf
+    touch = (cd.gatoms & hull).any(1)
+    touch[whole] = False
+    c = base + float(cd.gsize[touch & ~free].sum())
+    other = np.flatnonzero(touch & free)
+    if len(other):
+        grown = (dn | cd.gdn[other]) & (up | cd.gup[other])
+        extra = _base_cost(cd, grown) - base  # inf: over the capacity
+        order = np.argsort(extra, kind="stable")
+        extra, size = extra[order], cd.gsize[other][order]
+        after = np.r_[size[::-1].cumsum()[::-1][1:], 0.0]  # paid above threshold j
+        c += float(min(size.sum(), np.min(extra + after)))
+    return c
+
+
+def _base_cost(cd: CrossData, bits: np.ndarray) -> np.ndarray:
+    """Work plus overflow of every row of `bits` (inf above the capacity)."""
+    b = bits.astype(np.float64)
+    p = b @ cd.atom_param
+    c = b @ cd.atom_work
+    if cd.memory is not None:
+        c = c + np.maximum(0.0, p - cd.memory) / cd.bandwidth
+    return np.where(p > cd.cap, np.inf, c)
+
+
+def _too_costly_walk(cd: CrossData, start: int, chosen: np.ndarray, free: np.ndarray,
+                     Tc: float, limit: int | None) -> list[int] | None:
+    """Chosen groups in breadth-first order from `start` (each connected to the ones
+    before it) up to the first whose `_block_cost` exceeds Tc; None when the walk
+    ends first or would reach `limit` groups."""
+    walk, inside = [start], {start}
+    head = 0
+    while head < len(walk):
+        g = walk[head]
+        head += 1
+        for h in cd.overlap[g]:
+            if not chosen[h] or h in inside:
+                continue
+            if limit is not None and len(walk) + 1 >= limit:
+                return None
+            inside.add(h)
+            walk.append(h)
+            if _block_cost(cd, walk, free) > Tc:
+                return walk
+    return None
 
 
 def _clique(n: int, xs: np.ndarray, ys: np.ndarray) -> int:
@@ -400,9 +661,12 @@ def _clique(n: int, xs: np.ndarray, ys: np.ndarray) -> int:
     return max(len(chosen), 1)
 
 
-def need(cd: CrossData, T: float, q: np.ndarray | None = None) -> float:
+def need(cd: CrossData, T: float, q: np.ndarray | None = None, goal: float = math.inf,
+         deadline: float = math.inf) -> float:
     """What the K blocks must cost in all at guess T (module doc; with `q` from
-    `crossings` at T given, the sum over q only, without the whole-groups part)."""
+    `crossings` at T given, the sum over q only, without the whole-groups part).
+    `goal`: the caller only asks whether the answer exceeds it (the whole-groups
+    part may stop there); `deadline`: perf_counter seconds (a bound found so far)."""
     over = 0.0
     if cd.memory is not None:
         over = max(0.0, cd.total_param - cd.K * cd.memory) / cd.bandwidth
@@ -411,23 +675,28 @@ def need(cd: CrossData, T: float, q: np.ndarray | None = None) -> float:
         return base + float(q @ cd.gsize)
     _, q, apart = _crossings(cd, T)
     # a group not held whole is touched by 2 blocks at least, by q when q > 2
-    paid = float(np.maximum(q, 2) @ cd.gsize) - _whole_most(cd, q, apart)
+    most = float(np.maximum(q, 2) @ cd.gsize)
+    if base + float(q @ cd.gsize) > goal:
+        return base + float(q @ cd.gsize)
+    paid = most - _whole_most(cd, q, apart, T, base + most - goal, deadline)
     return base + max(float(q @ cd.gsize), paid)
 
 
-def refuted(cd: CrossData, T: float) -> bool:
+def refuted(cd: CrossData, T: float, deadline: float = math.inf) -> bool:
     """No split of cost <= T exists (the summed bound of the module doc)."""
-    return refuted_by(cd, T)
+    return refuted_by(cd, T, deadline=deadline)
 
 
-def refuted_by(cd: CrossData, T: float, q: np.ndarray | None = None) -> bool:
+def refuted_by(cd: CrossData, T: float, q: np.ndarray | None = None,
+               deadline: float = math.inf) -> bool:
     """`refuted`, with `q` from `crossings` at T when already known (then the
     caller checks the windows themselves)."""
     if q is None:
         win = atom_windows(cd, T)
         if win is not None and bool((win[0] > win[1]).any()):
             return True  # the windows alone refute T (the station bound)
-        return cd.K * (T * (1 + RTOL) + ATOL) < need(cd, T)
+        Kc = cd.K * (T * (1 + RTOL) + ATOL)
+        return Kc < need(cd, T, goal=Kc, deadline=deadline)
     return cd.K * (T * (1 + RTOL) + ATOL) < need(cd, T, q)
 
 
@@ -458,7 +727,8 @@ def crossing_bound(cd: CrossData | None, lo: float, hi: float, rtol: float = 1e-
         else:
             return lo
     a = _bisect(quick, lo, hi, rtol, deadline) if quick(lo) else lo
-    return _bisect(lambda T: refuted(cd, T), a, hi, max(rtol, WHOLE_RTOL), deadline)
+    return _bisect(lambda T: refuted(cd, T, deadline), a, hi, max(rtol, WHOLE_RTOL),
+                   deadline)
 
 
 def _bisect(test, a: float, b: float, rtol: float, deadline: float) -> float:
