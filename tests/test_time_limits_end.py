@@ -39,6 +39,10 @@ from jaxplace.cli.runner import Clock, exit_reserve, process_elapsed, worker_ali
 #: start-up and the imports included, counts inside the limit (measured in
 #: experiments/time_limit_ends.md).
 ALLOWANCE = 1.5
+#: Past its imports, a command whose limit they used up still takes this long: the
+#: search's 0.1 s floor and the runner's 0.5 s grace, the DFS cut decoded, the simple
+#: bound, the result written (measured 0.8-1.2 s at load 9-11).
+AFTER_IMPORTS = 2.0
 RTOL = 1e-6
 
 
@@ -54,6 +58,29 @@ def _timed(argv: list[str]):
     r = subprocess.run([sys.executable, "-m", "jaxplace", *argv], capture_output=True,
                        text=True, env=_env(), timeout=300)
     return r, time.monotonic() - t0
+
+
+def _floor(graph, certify: bool) -> float:
+    """Seconds a process takes to do what the command must do before it can search:
+    start Python, import the CLI and JAX, read the graph, with --certify choose and
+    import the ladder's rungs. No limit can be kept below it: under a heavily loaded
+    box (load 11: 17 s) it exceeds an 8 s limit, on a quiet one it is 2-3 s."""
+    code = ("import sys, jaxplace.cli.main, jaxplace.search\n"
+            "from jaxplace.formats import load_problem\n"
+            "p = load_problem(sys.argv[1], k=16)\n")
+    if certify:
+        code += ("from jaxplace.bounds.registry import BOUNDS, choose_methods\n"
+                 "[BOUNDS[m] for m in choose_methods(p)[0]]\n")
+    t0 = time.monotonic()
+    subprocess.run([sys.executable, "-c", code, str(graph)], check=True, env=_env(),
+                   timeout=300)
+    return time.monotonic() - t0
+
+
+def _assert_within(wall: float, limit: float, floor: float, out: str) -> None:
+    """Within T + 10% (+ ALLOWANCE), unless the imports alone took longer than T: then
+    the command ends promptly after them."""
+    assert wall <= max(limit * 1.1, floor + AFTER_IMPORTS) + ALLOWANCE, (wall, floor, out)
 
 
 @pytest.fixture(scope="module")
@@ -77,8 +104,9 @@ def test_partition_certify_ends_within_its_limit(tmp_path, graphs):
     limit, out = 8.0, tmp_path / "r.json"
     r, wall = _timed(["partition", str(graphs["regal60"]), "-k", "16", "--certify",
                       "--time-limit", str(limit), "-q", "-o", str(out)])
+    floor = _floor(graphs["regal60"], certify=True)
     assert r.returncode == 0, r.stderr
-    assert wall <= limit * 1.1 + ALLOWANCE, (wall, r.stdout)
+    _assert_within(wall, limit, floor, r.stdout)
     data = json.loads(out.read_text())
     assert data["certificate"] is not None
     assert data["lower_bound"] <= data["bottleneck"] * (1 + RTOL)
@@ -91,10 +119,12 @@ def test_partition_ends_without_waiting_for_an_abandoned_compile(tmp_path, graph
     limit, out = 12.0, tmp_path / "r.json"
     r, wall = _timed(["partition", str(graphs["big"]), "-k", "16", "--time-limit",
                       str(limit), "-q", "-o", str(out)])
+    floor = _floor(graphs["big"], certify=False)
     assert r.returncode == 0, r.stderr
-    assert wall <= limit * 1.1 + ALLOWANCE, (wall, r.stdout)
+    _assert_within(wall, limit, floor, r.stdout)
     data = json.loads(out.read_text())
-    assert data["evaluations"] > 1 and np.isfinite(data["bottleneck"])
+    # (under a heavy load the imports leave no time past the first cut: >= 1)
+    assert data["evaluations"] >= 1 and np.isfinite(data["bottleneck"])
 
 
 def test_process_elapsed_counts_from_the_process_start():
@@ -108,8 +138,8 @@ def test_process_elapsed_counts_from_the_process_start():
 
 def test_clock_holds_back_the_exit_reserve():
     assert Clock(None).left() is None
-    clock = Clock(60.0)
-    assert clock.left() <= 60.0 - exit_reserve(60.0) - process_elapsed() + 0.5
+    clock = Clock(60.0)  # (a test worker may be older than 60 s: then the floor)
+    assert clock.left() <= max(60.0 - exit_reserve(60.0) - process_elapsed() + 0.5, 0.1)
     assert Clock(0.5).left() == pytest.approx(0.1)  # past its end: a floor, never < 0
     assert 0 < exit_reserve(1.0) <= 0.25 and exit_reserve(60.0) < 3.5
 
