@@ -91,6 +91,9 @@ CHAIN_ROUNDS = 30
 #: Starting groups tried per component when looking for a small violating chain.
 CHAIN_STARTS = 12
 
+#: First step (relative to the bound known) of the climb with the chain cuts.
+CHAIN_STEP = 0.004
+
 #: Chain cuts kept for later guesses (a cut found at T holds at every T' <= T).
 CHAIN_POOL = 4000
 
@@ -544,7 +547,7 @@ def _chain_walks(cd: CrossData, x: np.ndarray, free: np.ndarray, Tc: float) -> l
                 break
             inside.add(h)
             walk.append(h)
-            if _block_cost(cd, walk, free) > Tc:
+            if _block_cost(cd, walk, free, Tc) > Tc:
                 out.append((sorted(walk), len(walk) - 1.0))
                 break
             for u in cd.overlap[h]:
@@ -575,7 +578,7 @@ def _chain_cuts(cd: CrossData, chosen: np.ndarray, free: np.ndarray,
                 if chosen[h] and not seen[h]:
                     seen[h] = True
                     stack.append(h)
-        if len(comp) < 2 or _block_cost(cd, comp, free) <= Tc:
+        if len(comp) < 2 or _block_cost(cd, comp, free, Tc) <= Tc:
             continue
         best = None
         for s in comp[:CHAIN_STARTS]:
@@ -588,13 +591,14 @@ def _chain_cuts(cd: CrossData, chosen: np.ndarray, free: np.ndarray,
     return cuts
 
 
-def _block_cost(cd: CrossData, whole, free: np.ndarray) -> float:
+def _block_cost(cd: CrossData, whole, free: np.ndarray, Tc: float | None = None) -> float:
     """Least cost of a block holding the groups `whole` whole (inf over capacity):
     the work and overflow of their union hull H, every group touching H that is never
     held whole (q > 0) paid, and for the other groups touching H (free, not in
     `whole`) the least of t + the sizes of those whose growing H to hold them whole
     adds more than t (each is held whole, raising the block by at least its extra,
-    or paid)."""
+    or paid). With `Tc`, only whether it exceeds Tc is exact: the last term is left
+    out (a smaller bound) when it cannot matter."""
     whole = list(whole)
     dn, up = cd.gdn[whole].any(0), cd.gup[whole].any(0)
     hull = dn & up
@@ -605,6 +609,8 @@ def _block_cost(cd: CrossData, whole, free: np.ndarray) -> float:
     touch[whole] = False
     c = base + float(cd.gsize[touch & ~free].sum())
     other = np.flatnonzero(touch & free)
+    if Tc is not None and (c > Tc or c + float(cd.gsize[other].sum()) <= Tc):
+        return c  # the last term is between 0 and the sizes of `other`
     if len(other):
         grown = (dn | cd.gdn[other]) & (up | cd.gup[other])
         extra = _base_cost(cd, grown) - base  # inf: over the capacity
@@ -642,7 +648,7 @@ def _too_costly_walk(cd: CrossData, start: int, chosen: np.ndarray, free: np.nda
                 return None
             inside.add(h)
             walk.append(h)
-            if _block_cost(cd, walk, free) > Tc:
+            if _block_cost(cd, walk, free, Tc) > Tc:
                 return walk
     return None
 
@@ -662,11 +668,12 @@ def _clique(n: int, xs: np.ndarray, ys: np.ndarray) -> int:
 
 
 def need(cd: CrossData, T: float, q: np.ndarray | None = None, goal: float = math.inf,
-         deadline: float = math.inf) -> float:
+         deadline: float = math.inf, chains: bool = True) -> float:
     """What the K blocks must cost in all at guess T (module doc; with `q` from
     `crossings` at T given, the sum over q only, without the whole-groups part).
     `goal`: the caller only asks whether the answer exceeds it (the whole-groups
-    part may stop there); `deadline`: perf_counter seconds (a bound found so far)."""
+    part may stop there); `deadline`: perf_counter seconds (a bound found so far);
+    `chains`: with the chain cuts."""
     over = 0.0
     if cd.memory is not None:
         over = max(0.0, cd.total_param - cd.K * cd.memory) / cd.bandwidth
@@ -678,17 +685,19 @@ def need(cd: CrossData, T: float, q: np.ndarray | None = None, goal: float = mat
     most = float(np.maximum(q, 2) @ cd.gsize)
     if base + float(q @ cd.gsize) > goal:
         return base + float(q @ cd.gsize)
-    paid = most - _whole_most(cd, q, apart, T, base + most - goal, deadline)
+    paid = most - _whole_most(cd, q, apart, T if chains else math.inf,
+                              base + most - goal, deadline)
     return base + max(float(q @ cd.gsize), paid)
 
 
-def refuted(cd: CrossData, T: float, deadline: float = math.inf) -> bool:
+def refuted(cd: CrossData, T: float, deadline: float = math.inf,
+            chains: bool = True) -> bool:
     """No split of cost <= T exists (the summed bound of the module doc)."""
-    return refuted_by(cd, T, deadline=deadline)
+    return refuted_by(cd, T, deadline=deadline, chains=chains)
 
 
 def refuted_by(cd: CrossData, T: float, q: np.ndarray | None = None,
-               deadline: float = math.inf) -> bool:
+               deadline: float = math.inf, chains: bool = True) -> bool:
     """`refuted`, with `q` from `crossings` at T when already known (then the
     caller checks the windows themselves)."""
     if q is None:
@@ -696,7 +705,7 @@ def refuted_by(cd: CrossData, T: float, q: np.ndarray | None = None,
         if win is not None and bool((win[0] > win[1]).any()):
             return True  # the windows alone refute T (the station bound)
         Kc = cd.K * (T * (1 + RTOL) + ATOL)
-        return Kc < need(cd, T, goal=Kc, deadline=deadline)
+        return Kc < need(cd, T, goal=Kc, deadline=deadline, chains=chains)
     return cd.K * (T * (1 + RTOL) + ATOL) < need(cd, T, q)
 
 
@@ -707,8 +716,11 @@ def crossing_bound(cd: CrossData | None, lo: float, hi: float, rtol: float = 1e-
     inf: the upper end is found by doubling from lo). Past `deadline` (perf_counter
     seconds) the bisection stops with the largest T refuted so far.
 
-    Two passes: first with the sum over q alone (no solver; what it refutes the full
-    bound refutes too), then with the whole-groups part from there, to `WHOLE_RTOL`."""
+    Three passes: first with the sum over q alone (no solver; what it refutes the full
+    bound refutes too), then with the whole-groups part without chain cuts (one small
+    MIP a guess), then with them, climbing from there in steps that double from
+    `CHAIN_STEP` (a guess the chain LP does not refute costs all its rounds, so the
+    guesses stay near the bound known); the last two to `WHOLE_RTOL`."""
     if cd is None or not math.isfinite(lo) or lo <= 0 or lo >= hi:
         return lo
 
@@ -727,6 +739,16 @@ def crossing_bound(cd: CrossData | None, lo: float, hi: float, rtol: float = 1e-
         else:
             return lo
     a = _bisect(quick, lo, hi, rtol, deadline) if quick(lo) else lo
+    a = _bisect(lambda T: refuted(cd, T, deadline, chains=False), a, hi,
+                max(rtol, WHOLE_RTOL), deadline)
+    if cd.gdn is None:
+        return a
+    step = CHAIN_STEP * a
+    while a + step < hi and time.perf_counter() < deadline:
+        if not refuted(cd, a + step, deadline):
+            hi = a + step
+            break
+        a, step = a + step, 2 * step
     return _bisect(lambda T: refuted(cd, T, deadline), a, hi, max(rtol, WHOLE_RTOL),
                    deadline)
 
