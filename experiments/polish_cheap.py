@@ -51,6 +51,11 @@ VARIANTS: dict[str, dict] = {
         "mip_heuristic_run_feasibility_jump": False}),
     "full-norins-norestart": dict(method="full", max_nodes=1, highs_options={
         "mip_heuristic_run_rins": False, "mip_allow_restart": False}),
+    "full-norestart-nosym": dict(method="full", max_nodes=1, highs_options={
+        "mip_allow_restart": False, "mip_detect_symmetry": False}),
+    "full-rensonly-norestart": dict(method="full", max_nodes=1, highs_options={
+        "mip_heuristic_run_rins": False, "mip_heuristic_run_root_reduced_cost": False,
+        "mip_heuristic_run_feasibility_jump": False, "mip_allow_restart": False}),
     "full-nosym": dict(method="full", max_nodes=1,
                        highs_options={"mip_detect_symmetry": False}),
     "full-rootpre": dict(method="full", max_nodes=1,
@@ -64,6 +69,10 @@ VARIANTS: dict[str, dict] = {
     "band1-n50": dict(method="band", hops=1, rounds=3, max_nodes=50),
     "band2-n50": dict(method="band", hops=2, rounds=3, max_nodes=50),
     "band2-r6": dict(method="band", hops=2, rounds=6, max_nodes=1),
+    # every node free, moving at most `reach` blocks
+    "reach1": dict(method="band", hops=None, reach=1, rounds=1, max_nodes=1),
+    "reach1-r3": dict(method="band", hops=None, reach=1, rounds=3, max_nodes=1),
+    "band1-reach1": dict(method="band", hops=1, reach=1, rounds=1, max_nodes=1),
 }
 
 

@@ -43,6 +43,23 @@ def test_band_polish_valid_never_worse(problem, seed, hops):
         assert same_cost(start.bottleneck if out is None else out[1], opt)
 
 
+@settings(max_examples=20, deadline=None)
+@given(tiny_problems(max_nodes=6, max_k=3), st.integers(0, 2**31 - 1))
+def test_reach_bounds_the_moves(problem, seed):
+    """With every node free but `reach` = 1, no node moves more than one block (in DAG
+    order) and the result is valid and below the start."""
+    a = _start(problem, seed)
+    if a is None:
+        return
+    start = evaluate_partition(problem, a)
+    out = mip_polish(problem, a, method="band", hops=None, reach=1, max_nodes=10**6)
+    if out is not None:
+        before = dag_numbering(start.assignment, start.block_order)
+        assert np.abs(np.asarray(out[0]) - before).max() <= 1
+        assert same_cost(evaluate_partition(problem, out[0]).bottleneck, out[1])
+        assert out[1] < start.bottleneck
+
+
 @settings(max_examples=10, deadline=None)
 @given(tiny_cpu_block_problems(max_nodes=5), st.integers(0, 2**31 - 1))
 def test_band_polish_with_cpu_blocks(problem, seed):

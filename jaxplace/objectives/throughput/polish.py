@@ -76,15 +76,16 @@ def polish_skipped(t: float | None) -> bool:
 def mip_polish(problem: Problem, assignment, *, time_limit: float | None = None,
                max_nodes: int = POLISH_MIP_NODES, threads: int = 1,
                report: dict | None = None, method: str | None = None,
-               hops: int = POLISH_BAND_HOPS, rounds: int = POLISH_BAND_ROUNDS,
-               highs_options: dict | None = None,
+               hops: int | None = POLISH_BAND_HOPS, rounds: int = POLISH_BAND_ROUNDS,
+               reach: int | None = None, highs_options: dict | None = None,
                ) -> tuple[np.ndarray, float, dict] | None:
     """(assignment, cost, info) of the exact MIP's incumbent when it beats
     `assignment`, else None.
 
     `method`: "full" (the whole MIP, every node free) or "band" (`rounds` MIPs, each
     freeing only the nodes within `hops` edges of a cut edge of the current partition,
-    the rest fixed to their blocks; see `band_nodes`); None: POLISH_METHOD.
+    every node when `hops` is None, the rest fixed to their blocks; see `band_nodes`),
+    a free node moving at most `reach` blocks (None: any); None: POLISH_METHOD.
     `max_nodes`: branch-and-bound nodes of each MIP (deterministic); `time_limit`:
     seconds in all (None: none); `highs_options`: more HiGHS options (each checked).
     `info`: seconds, HiGHS status, nodes, the MIPs' free nodes and rounds, proven lower
@@ -105,11 +106,13 @@ def mip_polish(problem: Problem, assignment, *, time_limit: float | None = None,
     cur, info = pc, {}
     for r in range(1 if method == "full" else max(1, int(rounds))):
         free = None if method == "full" else band_nodes(problem, cur.assignment, hops)
+        if free is not None and free.all() and reach is None:
+            free = None  # the whole model
         left = None if time_limit is None else time_limit - (time.perf_counter() - t0)
         if left is not None and left <= 0:
             info["stopped"] = "time limit"
             break
-        res, found = _solve(problem, model, cur, free, left, threads, opts)
+        res, found = _solve(problem, model, cur, free, reach, left, threads, opts)
         step = polish_info(res, 0.0, pc.bottleneck)
         info = {**step, "rounds": r + 1,
                 "nodes": info.get("nodes", 0) + step["nodes"],
@@ -133,14 +136,16 @@ def mip_polish(problem: Problem, assignment, *, time_limit: float | None = None,
     return cur.assignment, cur.bottleneck, info
 
 
-def _solve(problem: Problem, model, pc, free, time_limit, threads, opts):
+def _solve(problem: Problem, model, pc, free, reach, time_limit, threads, opts):
     """One HiGHS solve of `model` from `pc`, the nodes outside `free` (None: all
-    free) fixed to their blocks: (SolveResult, assignment or None)."""
+    free) fixed to their blocks, the others moving at most `reach` blocks (None: any):
+    (SolveResult, assignment or None)."""
     from jaxplace.bounds._model import dag_numbering
     from jaxplace.bounds.exact import exact_bound
 
     if free is not None:
-        model = fix_nodes(model, dag_numbering(pc.assignment, pc.block_order), free)
+        model = fix_nodes(model, dag_numbering(pc.assignment, pc.block_order), free,
+                          reach)
     res, found, _ = exact_bound(
         problem, pc.assignment, threads=threads, model=model,
         time_limit=math.inf if time_limit is None else time_limit, highs_options=opts)
@@ -151,7 +156,10 @@ def band_nodes(problem: Problem, assignment, hops: int) -> np.ndarray:
     """(n,) bool: the nodes within `hops` edges (either direction) of an edge whose
     ends lie in different blocks. Why: the search's partitions are good away from
     their cuts; what the MIP improves is where the cuts run, so only the nodes near
-    them need to move, and a MIP over them is much smaller than the whole one."""
+    them need to move, and a MIP over them is much smaller than the whole one.
+    `hops` None: every node."""
+    if hops is None:
+        return np.ones(problem.n, dtype=bool)
     a = np.asarray(assignment, np.int64)
     e = problem.graph.edges
     free = np.zeros(problem.n, dtype=bool)
@@ -169,17 +177,23 @@ def band_nodes(problem: Problem, assignment, hops: int) -> np.ndarray:
     return free
 
 
-def fix_nodes(model, position: np.ndarray, free: np.ndarray):
+def fix_nodes(model, position: np.ndarray, free: np.ndarray, reach: int | None = None):
     """A copy of the exact MIP `model` with every node outside `free` fixed to its
-    block `position` (blocks in DAG order): y[v, b] = (position[v] <= b)."""
+    block `position` (blocks in DAG order), y[v, b] = (position[v] <= b), and the free
+    ones kept within `reach` blocks of it (None: anywhere): y[v, b] = 0 for
+    b < position[v] - reach, 1 for b >= position[v] + reach."""
     nb = model.nb
     lo, hi = model.col_lo.copy(), model.col_hi.copy()
     if nb > 1:
-        fixed = np.flatnonzero(~np.asarray(free, bool))
-        val = (position[fixed, None] <= np.arange(nb - 1)[None, :]).astype(np.float64)
-        cols = model.y0 + fixed[:, None] * (nb - 1) + np.arange(nb - 1)[None, :]
-        lo[cols] = val
-        hi[cols] = val
+        b = np.arange(nb - 1)[None, :]
+        pos = np.asarray(position, np.int64)[:, None]
+        span = np.where(np.asarray(free, bool)[:, None],
+                        nb if reach is None else max(0, int(reach)), 0)
+        zero, one = b < pos - span, b >= pos + span
+        ylo = lo[model.y0:model.y0 + model.n * (nb - 1)].reshape(model.n, nb - 1)
+        yhi = hi[model.y0:model.y0 + model.n * (nb - 1)].reshape(model.n, nb - 1)
+        yhi[zero] = 0.0
+        ylo[one] = 1.0
     return replace(model, col_lo=lo, col_hi=hi)
 
 
