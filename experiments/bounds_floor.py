@@ -93,7 +93,7 @@ def run_pair(gi: int, k: int, args) -> dict:
 
 def bench_lines(path: str) -> dict:
     """(graph, k) -> (UB, best LB/UB over the rungs) from a `bench bounds` log."""
-    pat = re.compile(r"^graph (\d) n=\d+ k=(\d+): UB ([0-9.e+]+) \(\w+\)\s+(.*)$")
+    pat = re.compile(r"^graph (\d) n=\d+ k=(\d+): UB ([0-9.e+]+) \([\w-]+\)\s+(.*)$")
     found = {}
     for line in open(path):
         m = pat.match(line)
@@ -104,7 +104,18 @@ def bench_lines(path: str) -> dict:
     return found
 
 
-def table(paths: list[str], bench_log: str | None) -> str:
+def history(paths: list[str]) -> dict:
+    """(graph, k) -> (smallest UB, largest LB) over earlier `bench bounds` logs (LB
+    rebuilt from the logs' 4-decimal fractions, so up to 5e-5 of UB low)."""
+    out: dict = {}
+    for path in paths:
+        for key, (ub, frac) in bench_lines(path).items():
+            lo, hi = out.get(key, (math.inf, 0.0))
+            out[key] = (min(lo, ub), max(hi, (frac - 5e-5) * ub))
+    return out
+
+
+def table(paths: list[str], bench_log: str | None, logs: list[str] | None = None) -> str:
     rows: dict = {}
     for p in paths:
         for line in open(p):
@@ -118,6 +129,14 @@ def table(paths: list[str], bench_log: str | None) -> str:
                 if q["bound"] > r["lb"]:
                     r["lb"], r["lb_by"] = q["bound"], f"{q['name']} {q['time']:.0f}s"
     bench = bench_lines(bench_log) if bench_log else {}
+    for key, (ub, lb) in history(logs or []).items():  # earlier logs' best
+        r = rows.get(key)
+        if r is None:
+            continue
+        if ub < r["ub"] * (1 - 1e-9):
+            r["ub"], r["src"] = ub, "earlier log"
+        if lb > r["lb"]:
+            r["lb"], r["lb_by"] = lb, "earlier log"
     out = ["| pair | n | cached UB | best UB (how) | cached / best UB | best LB (how) | "
            "best LB / best UB | bench 60 s LB / cached UB | bench 60 s LB / best UB |",
            "|---|---|---|---|---|---|---|---|---|"]
@@ -157,9 +176,11 @@ def main() -> None:
                     help="JSON-line files of earlier runs: start from their best plans")
     ap.add_argument("--table", nargs="*", default=None, help="JSON-line files to merge")
     ap.add_argument("--bench-log", default=None, help="a `bench bounds` log to compare")
+    ap.add_argument("--logs", nargs="*", default=None,
+                    help="earlier `bench bounds` logs whose best UB / LB count too")
     args = ap.parse_args()
     if args.table is not None:
-        print(table(args.table, args.bench_log))
+        print(table(args.table, args.bench_log, args.logs))
         return
     args.seeds = [] if args.seeds == "none" else [int(s) for s in args.seeds.split(",")]
     args.methods = tuple(m for m in args.methods.split(",") if m)
