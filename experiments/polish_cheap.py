@@ -28,9 +28,14 @@ import numpy as np
 
 CACHE = "/tmp/h4_polish_starts.pkl"
 
-#: name -> mip_polish keyword arguments.
+#: HiGHS's own defaults of the switches POLISH_HIGHS_OPTIONS sets (the polish before
+#: this experiment ran with them).
+HIGHS_DEFAULTS = {"mip_heuristic_run_rins": True, "mip_allow_restart": True,
+                  "mip_detect_symmetry": True}
+
+#: name -> mip_polish keyword arguments (HiGHS options over HIGHS_DEFAULTS).
 VARIANTS: dict[str, dict] = {
-    # the shipped default: the whole MIP, root node only
+    # the polish before: the whole MIP, root node only, HiGHS's defaults
     "full": dict(method="full", max_nodes=1),
     # HiGHS options on the whole MIP
     "full-nopre": dict(method="full", max_nodes=1, highs_options={"presolve": "off"}),
@@ -56,6 +61,9 @@ VARIANTS: dict[str, dict] = {
     "full-rensonly-norestart": dict(method="full", max_nodes=1, highs_options={
         "mip_heuristic_run_rins": False, "mip_heuristic_run_root_reduced_cost": False,
         "mip_heuristic_run_feasibility_jump": False, "mip_allow_restart": False}),
+    "full-cheap": dict(method="full", max_nodes=1, highs_options={
+        "mip_heuristic_run_rins": False, "mip_allow_restart": False,
+        "mip_detect_symmetry": False}),
     "full-nosym": dict(method="full", max_nodes=1,
                        highs_options={"mip_detect_symmetry": False}),
     "full-rootpre": dict(method="full", max_nodes=1,
@@ -109,6 +117,7 @@ def apply(problem, assignment, kw: dict) -> tuple[float, float, float, dict]:
     start = evaluate_partition(problem, assignment).bottleneck
     info: dict = {}
     t, c = time.perf_counter(), time.process_time()
+    kw = {**kw, "highs_options": {**HIGHS_DEFAULTS, **kw.get("highs_options", {})}}
     out = mip_polish(problem, assignment, report=info, **kw)
     sec, cpu = time.perf_counter() - t, time.process_time() - c
     if out is None:

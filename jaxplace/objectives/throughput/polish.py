@@ -9,6 +9,12 @@ k = 8 only 0.9986x, so the default polishes at k <= POLISH_MAX_K). The incumbent
 back to the search as priorities whose Kahn order lists its blocks one after another,
 so the slicing DP on that order costs at most the incumbent.
 
+Cost (experiments/polish_cheap.md): the root node's time is mostly RENS's and RINS's
+sub-MIPs, and RENS finds the improvements; POLISH_HIGHS_OPTIONS switches off the rest.
+Smaller MIPs did not pay: on the search's partitions most nodes touch a cut, so the
+"band" MIPs (only nodes near the cuts free) were barely smaller and needed rounds, and
+limiting how far a node moves (`reach`) lost most of the gain; both stay as options.
+
 Determinism: the polish is bounded by a node count (`POLISH_MIP_NODES`, HiGHS option
 `mip_max_nodes`) on one HiGHS thread with a fixed random seed, so the same partition
 gives the same answer at any machine load. A wall-clock limit applies only when the
@@ -44,6 +50,14 @@ POLISH_BAND_HOPS = 2
 #: ... in at most this many MIPs (each from the last one's incumbent; the rounds stop
 #: at the first that does not improve).
 POLISH_BAND_ROUNDS = 3
+#: HiGHS options of the polish's MIPs (over HiGHS's defaults). Why: at the root, with
+#: the search's partition as MIP start, the better incumbents come from RENS's
+#: sub-MIPs; RINS, the restart after the root's fixings and the symmetry detection took
+#: about half of the CPU time on the regal-time suite's k = 4 problems and bought
+#: 0.5% of its 2.9% (experiments/polish_cheap.md). Switches, not seconds: the answer
+#: stays independent of the load.
+POLISH_HIGHS_OPTIONS = {"mip_heuristic_run_rins": False, "mip_allow_restart": False,
+                        "mip_detect_symmetry": False}
 #: Under a user's time limit, HiGHS seconds of a polish at most (and the time left).
 POLISH_MAX_TIME = 10.0
 #: Under a user's time limit, no polish with less than this many seconds left.
@@ -87,7 +101,8 @@ def mip_polish(problem: Problem, assignment, *, time_limit: float | None = None,
     every node when `hops` is None, the rest fixed to their blocks; see `band_nodes`),
     a free node moving at most `reach` blocks (None: any); None: POLISH_METHOD.
     `max_nodes`: branch-and-bound nodes of each MIP (deterministic); `time_limit`:
-    seconds in all (None: none); `highs_options`: more HiGHS options (each checked).
+    seconds in all (None: none); `highs_options`: HiGHS options over
+    POLISH_HIGHS_OPTIONS (each checked).
     `info`: seconds, HiGHS status, nodes, the MIPs' free nodes and rounds, proven lower
     bound (only a full MIP proves one), and "stopped": "time limit" when the time limit
     cut it short; `report`, when given, receives it whether or not the polish improved.
@@ -101,7 +116,7 @@ def mip_polish(problem: Problem, assignment, *, time_limit: float | None = None,
     if not pc.feasible or (time_limit is not None and time_limit <= 0):
         return None
     t0 = time.perf_counter()
-    opts = {"mip_max_nodes": int(max_nodes), **(highs_options or {})}
+    opts = {"mip_max_nodes": int(max_nodes), **POLISH_HIGHS_OPTIONS, **(highs_options or {})}
     model = exact_model(problem)
     cur, info = pc, {}
     for r in range(1 if method == "full" else max(1, int(rounds))):
@@ -219,6 +234,7 @@ def partition_priorities(problem: Problem, assignment) -> np.ndarray:
     return np.asarray(order_priorities(np.lexsort((pos, a)), problem.n))
 
 
-__all__ = ["POLISH_MAX_K", "POLISH_MAX_NODES", "POLISH_MAX_TIME", "POLISH_MIP_NODES",
+__all__ = ["POLISH_HIGHS_OPTIONS", "POLISH_MAX_K", "POLISH_MAX_NODES", "POLISH_MAX_TIME",
+           "POLISH_METHOD", "POLISH_MIP_NODES", "band_nodes", "fix_nodes",
            "mip_polish", "partition_priorities", "polish_applies", "polish_skipped",
            "polish_time"]
