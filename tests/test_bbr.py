@@ -201,8 +201,8 @@ def test_chain_cuts_keep_the_optimum_whole_groups():
     are found among them), and the whole-groups bound with the chain cuts is at least
     what that split holds whole."""
     cut_seen = 0
-    for seed in range(4):
-        for k in (3, 5, 8, 12):
+    for seed in range(2):
+        for k in (3, 6, 12):
             problem = jp.Problem(small_graph(seed), k)
             res = solve_ideals(problem, search=False)
             m = build_model(problem)
