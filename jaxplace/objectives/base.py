@@ -149,6 +149,12 @@ class Objective(abc.ABC):
         """The partition (or a list for (P, n)) that priorities x decode to."""
         raise self.unsupported("decode")
 
+    def default_budget(self, problem) -> int:
+        """Decoder evaluations of this objective's default search when the caller
+        gives none: 30,000 (about 3x the paper's brkga-10000), or max(3000, 600 n)
+        when smaller (the order space of a tiny graph is small)."""
+        return min(30_000, max(3000, 600 * problem.n))
+
     @abc.abstractmethod
     def lower_bound(self, problem) -> float:
         """A valid lower bound on the optimum, in closed form (cheap)."""

@@ -23,9 +23,9 @@ runs when no exact method fits): BRKGA, then a batched local search on the order
    short by it marks the result `interrupted`, info "stopped": "time limit"); its
    incumbent, when better, becomes the answer. Option `polish` (bool) forces it on
    or off.
-4. Budget: `jaxplace.search.default.default_budget` (30,000 evaluations, or
-   max(3000, 600 n) when smaller); the search stops at once when the cost reaches the
-   simple lower bound (proved optimal).
+4. Budget: `jaxplace.search.default.default_budget` (the objective's: 6,000 evaluations
+   up to 200 ops, 30 per op above, at most 30,000; max(3000, 600 n) when smaller); the
+   search stops at once when the cost reaches the simple lower bound (proved optimal).
 
 On a CPU, steps 1 and 2 run as `search_many`'s compiled program for a one-problem
 bucket (`jaxplace.objectives.throughput.bucket`: one program per size class, shared
