@@ -8,6 +8,7 @@ one, write the function (see methods.py) and add an entry here, or at run time
 from __future__ import annotations
 
 import importlib
+import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -37,9 +38,15 @@ class Method:
     default_budget: Callable[[Problem], int] | int = DEFAULT_BUDGET
     description: str = ""
 
-    def budget_for(self, problem: Problem) -> int:
+    def budget_for(self, problem: Problem, time_limit: float | None = None) -> int:
+        """The default budget; `time_limit` (the user's seconds) reaches a budget
+        function that takes it (`default_budget`), the others get the problem only."""
         b = self.default_budget
-        return int(b(problem) if callable(b) else b)
+        if not callable(b):
+            return int(b)
+        if time_limit is not None and "time_limit" in inspect.signature(b).parameters:
+            return int(b(problem, time_limit=time_limit))
+        return int(b(problem))
 
 
 def _policy_method(name: str):

@@ -227,11 +227,15 @@ class Throughput(Objective):
                       method=method, lower_bound=req.lower_bound,
                       interrupted=interrupted, info=info or {})
 
-    def default_budget(self, problem) -> int:
+    def default_budget(self, problem, time_limit: float | None = None) -> int:
         """SEARCH_BUDGET evaluations on graphs of up to 200 ops, BUDGET_PER_NODE per op
         above (30,000 from 1,000 ops on: big graphs keep the generic budget), never
-        more than the generic rule's max(3000, 600 n) on tiny graphs."""
+        more than the generic rule's max(3000, 600 n) on tiny graphs. Under a user's
+        time limit the generic budget: the user gave the seconds, the search spends
+        them (it still stops earlier on stagnation)."""
         n = problem.n
+        if time_limit is not None:
+            return super().default_budget(problem, time_limit)
         return min(super().default_budget(problem),
                    max(SEARCH_BUDGET, BUDGET_PER_NODE * n))
 
