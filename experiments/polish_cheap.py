@@ -26,7 +26,7 @@ import time
 
 import numpy as np
 
-CACHE = "/tmp/h4_polish_starts.pkl"
+CACHE = os.environ.get("POLISH_CHEAP_CACHE", "/tmp/h4_polish_starts.pkl")
 
 #: HiGHS's own defaults of the switches POLISH_HIGHS_OPTIONS sets (the polish before
 #: this experiment ran with them).
@@ -91,7 +91,7 @@ def k_problems(k: int):
     return [jp.Problem(g, kk) for _, g, kk in instances(30, [4, 8, 16], 0) if kk == k]
 
 
-def cache(ks=(4, 8)) -> None:
+def cache(ks=(4,)) -> None:
     from jaxplace.search.many import search_many
 
     out = {}
