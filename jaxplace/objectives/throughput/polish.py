@@ -9,7 +9,7 @@ k = 8 only 0.9986x, so the default polishes at k <= POLISH_MAX_K). The incumbent
 back to the search as priorities whose Kahn order lists its blocks one after another,
 so the slicing DP on that order costs at most the incumbent.
 
-Cost (experiments/polish_cheap.md): the root node's time is mostly RENS's and RINS's
+Cost (measured on the regal-time suite): the root node's time is mostly RENS's and RINS's
 sub-MIPs, and RENS finds the improvements; POLISH_HIGHS_OPTIONS switches off the rest.
 Smaller MIPs did not pay: on the search's partitions most nodes touch a cut, so the
 "band" MIPs (only nodes near the cuts free) were barely smaller and needed rounds, and
@@ -54,7 +54,7 @@ POLISH_BAND_ROUNDS = 3
 #: the search's partition as MIP start, the better incumbents come from RENS's
 #: sub-MIPs; RINS, the restart after the root's fixings and the symmetry detection took
 #: about half of the CPU time on the regal-time suite's k = 4 problems and bought
-#: 0.5% of its 2.9% (experiments/polish_cheap.md). Switches, not seconds: the answer
+#: 0.5% of its 2.9%. Switches, not seconds: the answer
 #: stays independent of the load.
 POLISH_HIGHS_OPTIONS = {"mip_heuristic_run_rins": False, "mip_allow_restart": False,
                         "mip_detect_symmetry": False}
@@ -155,7 +155,7 @@ def _solve(problem: Problem, model, pc, free, reach, time_limit, threads, opts):
     """One HiGHS solve of `model` from `pc`, the nodes outside `free` (None: all
     free) fixed to their blocks, the others moving at most `reach` blocks (None: any):
     (SolveResult, assignment or None)."""
-    from jaxplace.bounds._model import dag_numbering
+    from jaxplace.bounds.exact import dag_numbering
     from jaxplace.bounds.exact import exact_bound
 
     if free is not None:
