@@ -59,6 +59,7 @@ def test_restructured_dp_is_bit_identical(monkeypatch, cpus):
 def test_first_answer_before_any_compiled_program(monkeypatch):
     from jaxplace.search import driver
     from jaxplace.search.baselines import seed_priorities
+    from jaxplace.search.many import run as many_run
 
     problem = jp.Problem(next(iter(regal_set(1, seed=5))), 4)
     events = []
@@ -69,6 +70,13 @@ def test_first_answer_before_any_compiled_program(monkeypatch):
         return real(*args)
 
     monkeypatch.setattr(driver, "chunk_program", spy)
+    real_many = many_run.many_chunk  # the CPU path: search_many's one-problem bucket
+
+    def spy_many(*args):
+        events.append("chunk")
+        return real_many(*args)
+
+    monkeypatch.setattr(many_run, "many_chunk", spy_many)
     reports = []
 
     def observer(ev):

@@ -242,10 +242,13 @@ class Throughput(Objective):
     def default_search(self, req):
         """Graphs of at least `MULTILEVEL_MIN_NODES` ops without CPU blocks go to the
         multilevel search (coarsen, search the coarsest level, refine), the others to
-        the flat compiled search (`throughput_search`)."""
+        the flat search: on a CPU as `search_many`'s program for a one-problem bucket
+        (`bucket.bucket_search`), else (or where `bucket.old_path_reason` says so)
+        `throughput_search`'s phase programs."""
         import dataclasses
 
         from jaxplace.multilevel import MULTILEVEL_MIN_NODES, applies, multilevel_search
+        from jaxplace.objectives.throughput import bucket
         from jaxplace.objectives.throughput.search import throughput_search
 
         p = req.problem
@@ -253,6 +256,8 @@ class Throughput(Objective):
             res = multilevel_search(req)
             return dataclasses.replace(res, method="default",
                                        info={**res.info, "found_by": "multilevel"})
+        if bucket.old_path_reason(req) is None:  # on a CPU: search_many's program
+            return bucket.bucket_search(req)
         return throughput_search(req)
 
 

@@ -155,8 +155,7 @@ def _solve(problem: Problem, model, pc, free, reach, time_limit, threads, opts):
     """One HiGHS solve of `model` from `pc`, the nodes outside `free` (None: all
     free) fixed to their blocks, the others moving at most `reach` blocks (None: any):
     (SolveResult, assignment or None)."""
-    from jaxplace.bounds.exact import dag_numbering
-    from jaxplace.bounds.exact import exact_bound
+    from jaxplace.bounds.exact import dag_numbering, exact_bound
 
     if free is not None:
         model = fix_nodes(model, dag_numbering(pc.assignment, pc.block_order), free,

@@ -27,9 +27,10 @@ runs when no exact method fits): BRKGA, then a batched local search on the order
    up to 200 ops, 30 per op above, at most 30,000; max(3000, 600 n) when smaller); the
    search stops at once when the cost reaches the simple lower bound (proved optimal).
 
-On a CPU, steps 1 and 2 run as `search_many`'s compiled program for a one-problem
-bucket (`jaxplace.objectives.throughput.bucket`: one program per size class, shared
-with `search_many`, instead of a BRKGA and a local-search program per class and window)
+On a CPU the objective (`Throughput.default_search`) runs steps 1 and 2 as
+`search_many`'s compiled program for a one-problem bucket
+(`jaxplace.objectives.throughput.bucket`: one program per size class, shared with
+`search_many`, instead of a BRKGA and a local-search program per class and window)
 unless an option, user seeds or another population need the phase programs below
 (`bucket.old_path_reason`).
 
@@ -38,7 +39,6 @@ Also here: `balanced_cut`, the first solution of graphs too large for the refere
 
 from __future__ import annotations
 
-import importlib
 import time
 
 import numpy as np
@@ -101,12 +101,6 @@ def throughput_search(req: SearchRequest):
     `moves`, `focus`, `patience`, `brkga_patience`, `seed_brkga` (heuristic orders in
     BRKGA's first population, else only local-search starts), `restarts` (local
     searches after a stagnation stop, from the next best distinct start)."""
-    # loaded by name: the bucket path runs on search_many, a layer above this module
-    # (tests/test_import_layers.py); the dispatch belongs in the objective's
-    # `default_search`, one layer up, where it can be imported
-    bucket = importlib.import_module("jaxplace.objectives.throughput.bucket")
-    if bucket.old_path_reason(req) is None:
-        return bucket.bucket_search(req)
     problem, opt = req.problem, dict(req.options)
     budget = req.budget
     local_batch = opt.get("local_batch", LOCAL_BATCH)
