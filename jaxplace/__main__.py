@@ -1,9 +1,12 @@
+import os
 import sys
 
 try:
-    from jaxplace.cli.main import main
+    from jaxplace.cli.main import entry
 except KeyboardInterrupt:  # Ctrl-C while Python is still importing: no traceback
     sys.stderr.write("jaxplace: interrupted\n")
-    sys.exit(130)
+    sys.stderr.flush()
+    # no interpreter finalization over half-imported modules (XLA's threads included)
+    os._exit(130)
 
-sys.exit(main())
+entry()

@@ -136,6 +136,24 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_INTERRUPTED
 
 
+def entry() -> None:
+    """The process's entry (`python -m jaxplace`, the `jaxplace` console script): `main`,
+    then flush and `os._exit`, skipping the interpreter's finalization (module teardown,
+    atexit: 1-2 s under load, which --time-limit would otherwise have to hold back).
+    Only here: tests call `main` in-process. `main` has closed its output files and
+    turned Ctrl-C into its exit code (130) by the time it returns; an exception it
+    lets through still ends the normal way (traceback, exit 1)."""
+    import os
+
+    code = main()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe or stream: nothing more to say
+            pass
+    os._exit(code if isinstance(code, int) else 1)
+
+
 #: Options of `partition` whose value is a path (not a graph to partition).
 _PATH_OPTIONS = ("-o", "--output", "--policy", "--cluster", "--partition")
 
@@ -197,4 +215,4 @@ def _main(argv: list[str] | None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    entry()
