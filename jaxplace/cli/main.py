@@ -144,10 +144,7 @@ def entry() -> None:
     turned Ctrl-C into its exit code (130) by the time it returns; an exception it
     lets through still ends the normal way (traceback, exit 1)."""
     import os
-    import signal
 
-    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # not nohup's SIG_IGN
-        signal.signal(signal.SIGINT, deferred_in_gc)
     code = main()
     for stream in (sys.stdout, sys.stderr):
         try:
@@ -155,27 +152,6 @@ def entry() -> None:
         except (OSError, ValueError):  # a closed pipe or stream: nothing more to say
             pass
     os._exit(code if isinstance(code, int) else 1)
-
-
-def deferred_in_gc(signum, frame) -> None:
-    """SIGINT handler of the process entry (until a command's `Runner` takes over):
-    Python's KeyboardInterrupt, except inside a garbage-collection callback (XLA's
-    `_xla_gc_callback` runs there while JAX imports), where Python would print it as
-    "Exception ignored" and drop it, leaving the process running: there the signal is
-    sent again 50 ms later, to land outside the callback."""
-    import gc
-    import os
-    import signal
-    import threading
-
-    codes = {getattr(cb, "__code__", None) for cb in gc.callbacks}
-    f = frame
-    while f is not None:
-        if f.f_code in codes:
-            threading.Timer(0.05, os.kill, (os.getpid(), signal.SIGINT)).start()
-            return
-        f = f.f_back
-    raise KeyboardInterrupt
 
 
 #: Options of `partition` whose value is a path (not a graph to partition).
