@@ -86,3 +86,31 @@ def test_tiny_all_parts(tmp_path):
     assert "error" not in isl and isl["repeatable"] and np.isfinite(isl["costs"][0]), isl
     if "total_s" in su["cpp"]:
         assert isl["cost_ratio"] > 0
+
+
+def test_suite_part_gives_bench_batch_every_option_it_reads(monkeypatch):
+    """The suite part builds bench batch's arguments; an option added there (as
+    `--group` was) must not break it (the H200 run of 2026-11-27 lost its suite to
+    that)."""
+    import inspect
+    import re
+
+    from jaxplace.bench import batch, gpu, search_time
+
+    read = set(re.findall(r"\bargs\.([a-z_]+)", inspect.getsource(batch._run_many)))
+    assert {"group", "cache", "max_programs"} <= read
+    seen = {}
+
+    def fake_many(args):
+        seen.update(vars(args))
+        missing = read - set(vars(args))
+        assert not missing, missing
+        return dict(total_s=1.0, import_s=0.1, cold_s=0.9, warm_s=0.5, programs_compiled=1,
+                    costs=[2.0], warm_costs=[2.0], devices=1)
+
+    monkeypatch.setattr(batch, "_run_many", fake_many)
+    monkeypatch.setattr(search_time, "run_cpp",
+                        lambda args, ks: dict(total_s=2.0, build_s=0.0, costs=[2.0]))
+    out = gpu.suite_rows(1, 0)
+    assert seen["count"] == 1 and seen["cache"] == "fresh"
+    assert out["cost_ratio"] == 1.0 and out["wall_ratio_cold"] == 0.5

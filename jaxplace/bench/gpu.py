@@ -220,9 +220,9 @@ def suite_rows(count: int, seed: int) -> dict:
     from jaxplace.bench import batch, search_time
     from jaxplace.bench.cpp_peer import CppUnavailable
 
-    args = argparse.Namespace(count=count, ks="4,8,16", seed=seed, time_limit=None,
-                              budget=None, max_programs=batch.MAX_PROGRAMS, polish="auto",
-                              cache="fresh")
+    parser = argparse.ArgumentParser()
+    batch.add_arguments(parser)  # bench batch's own defaults, so a new option there
+    args = parser.parse_args(["--count", str(count), "--seed", str(seed)])  # holds here
     many = batch._run_many(args)
     from jaxplace.search.many.islands_mode import auto_mode
 
