@@ -43,26 +43,39 @@ def test_band_polish_valid_never_worse(problem, seed, hops):
         assert same_cost(start.bottleneck if out is None else out[1], opt)
 
 
-# Heavy (out of CI) while a known bug stands: CI's hypothesis found `reach` = 1 moving
-# a node two blocks (n = 6, k = 3, bandwidth 0.5, the start all in block 0, out
-# [1, 0, 0, 1, 2, 0]); `reach` is an option, off in the default polish. Fails with -m heavy
-# on such examples until fixed.
-@pytest.mark.heavy
 @settings(max_examples=20, deadline=None)
-@given(tiny_problems(max_nodes=6, max_k=3), st.integers(0, 2**31 - 1))
-def test_reach_bounds_the_moves(problem, seed):
+@given(tiny_problems(max_nodes=6, max_k=3), st.integers(0, 2**31 - 1),
+       st.sampled_from(["band", "full"]))
+def test_reach_bounds_the_moves(problem, seed, method):
     """With every node free but `reach` = 1, no node moves more than one block (in DAG
-    order) and the result is valid and below the start."""
+    order) from the start, over all of the band's rounds, and the result is valid and
+    below the start."""
     a = _start(problem, seed)
     if a is None:
         return
     start = evaluate_partition(problem, a)
-    out = mip_polish(problem, a, method="band", hops=None, reach=1, max_nodes=10**6)
+    out = mip_polish(problem, a, method=method, hops=None, reach=1, max_nodes=10**6)
     if out is not None:
         before = dag_numbering(start.assignment, start.block_order)
         assert np.abs(np.asarray(out[0]) - before).max() <= 1
         assert same_cost(evaluate_partition(problem, out[0]).bottleneck, out[1])
         assert out[1] < start.bottleneck
+
+
+@pytest.mark.parametrize("method", ["band", "full"])
+def test_reach_counts_from_the_start(method):
+    """CI's hypothesis example, shrunk: three nodes of parameters only (memory 0, so
+    each block costs its parameters' overflow), all in block 0. Within one block of
+    the start the best is a 2 + 1 split (0.4); one node a block (0.2) needs a node two
+    blocks away: the band's rounds used to re-centre the window on each round's
+    partition, and the full MIP ignored `reach`."""
+    p = jp.Problem(jp.CompGraph([0.0] * 3, [], [0.1] * 3), 3, bandwidth=0.5, memory=0.0)
+    start = np.zeros(3, np.int64)
+    out = mip_polish(p, start, method=method, hops=None, reach=1, max_nodes=10**6)
+    assert out is not None and np.asarray(out[0]).max() <= 1
+    assert same_cost(out[1], 0.4)
+    free = mip_polish(p, start, method=method, hops=None, max_nodes=10**6)
+    assert free is not None and same_cost(free[1], 0.2)
 
 
 @settings(max_examples=10, deadline=None)

@@ -107,7 +107,7 @@ def mip_polish(problem: Problem, assignment, *, time_limit: float | None = None,
     bound (only a full MIP proves one), and "stopped": "time limit" when the time limit
     cut it short; `report`, when given, receives it whether or not the polish improved.
     """
-    from jaxplace.bounds.exact import exact_model
+    from jaxplace.bounds.exact import dag_numbering, exact_model
 
     method = POLISH_METHOD if method is None else method
     if method not in ("full", "band"):
@@ -118,16 +118,28 @@ def mip_polish(problem: Problem, assignment, *, time_limit: float | None = None,
     t0 = time.perf_counter()
     opts = {"mip_max_nodes": int(max_nodes), **POLISH_HIGHS_OPTIONS, **(highs_options or {})}
     model = exact_model(problem)
+    # `reach` counts from the start, over all rounds (a round's window around the last
+    # round's partition would let a node drift `reach` blocks per round)
+    origin = None if reach is None else dag_numbering(pc.assignment, pc.block_order)
     cur, info = pc, {}
     for r in range(1 if method == "full" else max(1, int(rounds))):
-        free = None if method == "full" else band_nodes(problem, cur.assignment, hops)
+        if method == "full":
+            free = None if reach is None else np.ones(problem.n, dtype=bool)
+        else:
+            free = band_nodes(problem, cur.assignment, hops)
         if free is not None and free.all() and reach is None:
             free = None  # the whole model
+        pos = None if free is None else dag_numbering(cur.assignment, cur.block_order)
+        if origin is not None and np.abs(pos - origin).max() > reach:
+            # the last round's partition renumbered in DAG order lies outside the
+            # windows (another topological order of its blocks): no MIP start, stop
+            break
         left = None if time_limit is None else time_limit - (time.perf_counter() - t0)
         if left is not None and left <= 0:
             info["stopped"] = "time limit"
             break
-        res, found = _solve(problem, model, cur, free, reach, left, threads, opts)
+        res, found = _solve(problem, model, cur, free, pos, reach, origin, left, threads,
+                            opts)
         step = polish_info(res, 0.0, pc.bottleneck)
         info = {**step, "rounds": r + 1,
                 "nodes": info.get("nodes", 0) + step["nodes"],
@@ -151,15 +163,16 @@ def mip_polish(problem: Problem, assignment, *, time_limit: float | None = None,
     return cur.assignment, cur.bottleneck, info
 
 
-def _solve(problem: Problem, model, pc, free, reach, time_limit, threads, opts):
-    """One HiGHS solve of `model` from `pc`, the nodes outside `free` (None: all
-    free) fixed to their blocks, the others moving at most `reach` blocks (None: any):
-    (SolveResult, assignment or None)."""
-    from jaxplace.bounds.exact import dag_numbering, exact_bound
+def _solve(problem: Problem, model, pc, free, position, reach, origin, time_limit,
+           threads, opts):
+    """One HiGHS solve of `model` from `pc` (its blocks in DAG order: `position`),
+    the nodes outside `free` (None: all free) fixed to their blocks, every node within
+    `reach` blocks of its block in `origin` (None: anywhere): (SolveResult,
+    assignment or None)."""
+    from jaxplace.bounds.exact import exact_bound
 
     if free is not None:
-        model = fix_nodes(model, dag_numbering(pc.assignment, pc.block_order), free,
-                          reach)
+        model = fix_nodes(model, position, free, reach, origin)
     res, found, _ = exact_bound(
         problem, pc.assignment, threads=threads, model=model,
         time_limit=math.inf if time_limit is None else time_limit, highs_options=opts)
@@ -191,19 +204,29 @@ def band_nodes(problem: Problem, assignment, hops: int) -> np.ndarray:
     return free
 
 
-def fix_nodes(model, position: np.ndarray, free: np.ndarray, reach: int | None = None):
+def fix_nodes(model, position: np.ndarray, free: np.ndarray, reach: int | None = None,
+              origin: np.ndarray | None = None):
     """A copy of the exact MIP `model` with every node outside `free` fixed to its
-    block `position` (blocks in DAG order), y[v, b] = (position[v] <= b), and the free
-    ones kept within `reach` blocks of it (None: anywhere): y[v, b] = 0 for
-    b < position[v] - reach, 1 for b >= position[v] + reach."""
+    block `position` (blocks in DAG order), y[v, b] = (position[v] <= b), and every
+    node kept within `reach` blocks of its block in `origin` (default `position`;
+    None `reach`: anywhere): y[v, b] = 0 for b < origin[v] - reach, 1 for
+    b >= origin[v] + reach. Raises ValueError when a node's `position` lies outside
+    its window (the start would not be a solution of the model)."""
     nb = model.nb
     lo, hi = model.col_lo.copy(), model.col_hi.copy()
     if nb > 1:
+        pos = np.asarray(position, np.int64)
+        free = np.asarray(free, bool)
+        first = np.where(free, 0, pos)  # the blocks a node may take: first..last
+        last = np.where(free, nb - 1, pos)
+        if reach is not None:
+            at = pos if origin is None else np.asarray(origin, np.int64)
+            first = np.maximum(first, at - max(0, int(reach)))
+            last = np.minimum(last, at + max(0, int(reach)))
+            if (pos < first).any() or (pos > last).any():
+                raise ValueError(f"a node lies more than {reach} blocks from its origin")
         b = np.arange(nb - 1)[None, :]
-        pos = np.asarray(position, np.int64)[:, None]
-        span = np.where(np.asarray(free, bool)[:, None],
-                        nb if reach is None else max(0, int(reach)), 0)
-        zero, one = b < pos - span, b >= pos + span
+        zero, one = b < first[:, None], b >= last[:, None]
         ylo = lo[model.y0:model.y0 + model.n * (nb - 1)].reshape(model.n, nb - 1)
         yhi = hi[model.y0:model.y0 + model.n * (nb - 1)].reshape(model.n, nb - 1)
         yhi[zero] = 0.0
