@@ -32,6 +32,7 @@ from jaxplace.exact.bbr_cross import (
     _chain_cuts,
     _crossings,
     _whole_most,
+    atom_windows,
     crossing_bound,
     crossings,
     refuted,
@@ -299,3 +300,42 @@ def test_exact_answer_and_planner_option(monkeypatch):
     assert res.info["exact"] == "option exact='bbr'"
     with pytest.raises(JaxplaceError, match="unknown exact method"):
         jp.search(problem, time_limit=5, exact="nope", progress=False)
+
+
+def _touching(cd, atom_of, assignment):
+    """(G,) the blocks of `assignment` touching every group."""
+    A = cd.gatoms.shape[1]
+    block = np.full(A, -1, dtype=np.int64)
+    block[atom_of] = assignment
+    return np.array([len(np.unique(block[row])) for row in cd.gatoms])
+
+
+def test_cut_counts_never_above_a_split():
+    """Every split of cost T (the DP's optimum, and decoded random orders, on 24-node
+    DAGs and 22-op REGAL graphs) touches each group it cuts with at least the blocks
+    `cut_counts` claims at T; the count exceeds the clique count somewhere."""
+    from jaxplace.exact.bbr_split import cut_counts
+    from jaxplace.generators import generate
+    from jaxplace.reference import decode_reference
+
+    cases = [(small_graph(seed), k) for seed in range(2) for k in (4, 8, 12)]
+    cases += [(generate("regal", seed=seed, n=22), k) for seed, k in ((0, 3), (1, 6), (2, 8))]
+    above = 0
+    rng = np.random.default_rng(0)
+    for graph, k in cases:
+        problem = jp.Problem(graph, k)
+        m = build_model(problem)
+        cd = m.cross
+        splits = [solve_ideals(problem, search=False).assignment]
+        splits += [decode_reference(problem, rng.random(problem.n)).assignment
+                   for _ in range(3)]
+        for a in splits:
+            T = jp.evaluate_partition(problem, a).bottleneck
+            win = atom_windows(cd, T)
+            _, q, _ = _crossings(cd, T, win)
+            c = cut_counts(cd.split, T, q, cd.gsize, win)
+            n = _touching(cd, m.atom_of, a)
+            cut = n > 1
+            assert (n[cut] >= c[cut]).all(), (k, np.flatnonzero(cut & (n < c)))
+            above += int((c > np.maximum(q, 2)).sum())
+    assert above > 0

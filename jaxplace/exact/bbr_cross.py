@@ -30,8 +30,10 @@ size[g] for every group with no atom placed, size[g] for every group cut by the 
 ideal) and the forced flags while a block grows (a block touching a forced group pays
 it). CPU blocks pay no transfers, so none of this applies when CPUs may be used.
 
-Groups held whole (`_whole_most`): every group not held whole is paid at least twice,
-so K T >= work + overflow + sum max(2, q) size - 2 (size of the groups held whole).
+Groups held whole (`_whole_most`): every group not held whole is paid at least c
+times, c = max(2, q) or 3-4 where its atoms cannot be split over fewer blocks of cost
+<= T (`bbr_split`), so K T >= work + overflow + sum c size - sum c size (over the
+groups held whole).
 What can be held whole is bounded by a weighted independent set: groups whose hulls
 share an atom and are both held whole lie in one block, and so does a whole chain of
 them (each sharing an atom with the next): its union hull, the groups touching it that
@@ -54,6 +56,7 @@ import numpy as np
 from scipy.optimize import LinearConstraint, milp  # imported up front: the first call
 from scipy.sparse import coo_array  # would otherwise pay it inside a time limit
 
+from jaxplace.exact.bbr_split import SplitData, cut_counts, split_data
 from jaxplace.exact.bbr_tolerance import ATOL, RTOL
 
 if TYPE_CHECKING:
@@ -101,6 +104,11 @@ CHAIN_STEP = 0.004
 
 #: Chain cuts kept for later guesses (a cut found at T holds at every T' <= T).
 CHAIN_POOL = 4000
+
+#: Cut groups' block counts (`bbr_split`) only up to this many atoms: their T-free part
+#: adds 0.1-0.2 s to the model at 79-186 REGAL ops, 1 s at 300 and 3-6 s at 500-1,000
+#: (load 11), where the whole rung takes about a second.
+SPLIT_MAX_ATOMS = 250
 
 #: Rounds of the forced-set fixpoint (each only adds groups; the bound is valid after
 #: any number of rounds).
@@ -161,6 +169,7 @@ class CrossData:
     atom_work: np.ndarray = None
     atom_param: np.ndarray = None
     overlap: list = None
+    split: SplitData | None = None  # `bbr_split`: blocks a cut group touches at least
     whole_memo: dict = field(default_factory=dict)  # (q, apart, T) -> `_whole_most`
     chain_pool: list = field(default_factory=list)  # (T found at, groups) chain cuts
 
@@ -272,7 +281,14 @@ def cross_data(m: Model) -> CrossData | None:
     for r, g, e in zip(rows, cols, extra.tolist(), strict=True):
         E[r, slot[r]], Gi[r, slot[r]] = max(0.0, e), g
         slot[r] += 1
+    split = None
+    if A <= SPLIT_MAX_ATOMS:
+        split = split_data(gm, np.stack([_bits(d, A) for d in desc]),
+                           np.stack([_bits(u, A) for u in anc]),
+                           np.asarray(m.gsize, dtype=np.float64),
+                           lambda bits: _hull_cost(bits, work, param, m), work)
     return CrossData(
+        split=split,
         work=Hb.astype(np.float64) @ work, param=Hb.astype(np.float64) @ param,
         extra=E, extra_group=Gi,
         pair_group=np.asarray(pg, dtype=np.int64), pair_x=np.asarray(px, dtype=np.int64),
@@ -386,16 +402,17 @@ def _crossings(cd: CrossData, T: float, win=None):
 
 def _whole_most(cd: CrossData, q: np.ndarray, apart: np.ndarray,
                 T: float = math.inf, enough: float = -math.inf,
-                deadline: float = math.inf) -> float:
+                deadline: float = math.inf, cut: np.ndarray | None = None) -> float:
     """An upper bound on the size of the groups a split of cost <= T holds whole, each
-    counted twice (what they save over being cut): only groups with q = 0 can be; two
+    counted `cut` times (the blocks it is paid by at least when cut, `bbr_split`;
+    default twice: what it saves over being cut): only groups with q = 0 can be; two
     whose hulls overlap can only if their union fits (`apart` false), three likewise,
     and a chain of overlapping hulls only if its union hull fits one block
     (`_chain_cuts`, at a finite T). A weighted independent set, solved by HiGHS
     (scipy) with a node limit; its dual bound. The chain rounds stop once the bound is
     below `enough` (all the caller needs) or past `deadline`."""
     free = q == 0
-    w = 2.0 * cd.gsize * free
+    w = (2.0 if cut is None else cut) * cd.gsize * free
     total = float(w.sum())
     npair = len(cd.group_a)
     sel = apart[:npair] & free[cd.group_a] & free[cd.group_b]
@@ -405,7 +422,7 @@ def _whole_most(cd: CrossData, q: np.ndarray, apart: np.ndarray,
     if total <= 0 or not (sel.any() or tsel.any() or chains):
         return total
     # the chain cuts depend on T, so the guess is part of the key
-    key = (free.tobytes(), sel.tobytes(), tsel.tobytes(),
+    key = (w.tobytes(), sel.tobytes(), tsel.tobytes(),
            (T, enough) if chains else None)
     if (hit := cd.whole_memo.get(key)) is not None:
         return hit
@@ -689,13 +706,16 @@ def need(cd: CrossData, T: float, q: np.ndarray | None = None, goal: float = mat
     base = cd.total_work + over
     if q is not None:
         return base + float(q @ cd.gsize)
-    _, q, apart = _crossings(cd, T)
-    # a group not held whole is touched by 2 blocks at least, by q when q > 2
-    most = float(np.maximum(q, 2) @ cd.gsize)
+    win = atom_windows(cd, T)
+    _, q, apart = _crossings(cd, T, win)
     if base + float(q @ cd.gsize) > goal:
         return base + float(q @ cd.gsize)
+    # a group not held whole is touched by 2 blocks at least, by q when q > 2, and by
+    # 3 or 4 when its atoms cannot be split over fewer (`bbr_split`)
+    cut = cut_counts(cd.split, T, q, cd.gsize, win)
+    most = float(cut @ cd.gsize)
     paid = most - _whole_most(cd, q, apart, T if chains else math.inf,
-                              base + most - goal, deadline)
+                              base + most - goal, deadline, cut.astype(np.float64))
     return base + max(float(q @ cd.gsize), paid)
 
 
