@@ -33,6 +33,7 @@ import numpy as np
 from flax import nnx, serialization
 
 from jaxplace.errors import JaxplaceError
+from jaxplace.policy import numpy_forward
 from jaxplace.policy.features import FEATURE_VERSION
 from jaxplace.policy.model import ModelConfig, PolicyModel
 
@@ -83,27 +84,45 @@ def model_template(config: ModelConfig):
     return nnx.split(model)
 
 
-def check_params(path, config: ModelConfig, loaded: dict) -> nnx.State:
-    """The State of `config`'s model filled from a nested dict of arrays, or an error
-    naming the first parameter whose name or shape does not match."""
+def parameter_shapes(config: ModelConfig) -> dict[str, tuple]:
+    """{"layers/0/fwd/kernel": shape, ...} of `config`'s model: without attention
+    blocks from the architecture's arithmetic (`numpy_forward.parameter_shapes`,
+    instant), else from the model built abstractly (about a second)."""
+    if numpy_forward.supported(config):
+        return numpy_forward.parameter_shapes(config)
     _, abstract = model_template(config)
-    want = _flat(nnx.to_pure_dict(abstract))
+    return {k: tuple(v.shape) for k, v in _flat(nnx.to_pure_dict(abstract)).items()}
+
+
+def check_flat(path, want: dict[str, tuple], loaded) -> dict[str, np.ndarray]:
+    """{name: float32 array} of the loaded weights (a nested or flat dict) when their
+    names and shapes are `want`'s, else an error naming the first that differs."""
     got = _flat(loaded) if isinstance(loaded, dict) else {}
-    for name, spec in want.items():
+    for name, shape in want.items():
         if name not in got:
             raise _fail(path, f"weights lack parameter {name!r}: another architecture "
                               f"than config.json describes")
-        if tuple(np.shape(got[name])) != tuple(spec.shape):
+        if tuple(np.shape(got[name])) != tuple(shape):
             raise _fail(path, f"parameter {name!r} has shape {np.shape(got[name])}, the "
-                              f"architecture in config.json needs {tuple(spec.shape)}")
+                              f"architecture in config.json needs {tuple(shape)}")
     extra = sorted(set(got) - set(want))
     if extra:
         raise _fail(path, f"weights have parameter {extra[0]!r} that the architecture in "
                           f"config.json lacks")
-    pure = _like(nnx.to_pure_dict(abstract), {k: np.asarray(v, np.float32)
-                                              for k, v in got.items()})
-    nnx.replace_by_pure_dict(abstract, pure)
+    return {k: np.asarray(v, np.float32) for k, v in got.items()}
+
+
+def state_from_flat(config: ModelConfig, flat: dict[str, np.ndarray]) -> nnx.State:
+    """The State of `config`'s model holding the checked arrays `flat` (`check_flat`)."""
+    _, abstract = model_template(config)
+    nnx.replace_by_pure_dict(abstract, _like(nnx.to_pure_dict(abstract), flat))
     return abstract
+
+
+def check_params(path, config: ModelConfig, loaded: dict) -> nnx.State:
+    """The State of `config`'s model filled from a nested dict of arrays, or an error
+    naming the first parameter whose name or shape does not match."""
+    return state_from_flat(config, check_flat(path, parameter_shapes(config), loaded))
 
 
 def config_from_json(path, d) -> ModelConfig:
@@ -262,17 +281,23 @@ def _unflatten(flat: dict) -> dict:
     return tree
 
 
-def read_policy(path) -> tuple[ModelConfig, nnx.State, dict]:
-    """(config, params, meta) of the policy directory `path` (or a file inside it)."""
+def read_policy_weights(path) -> tuple[ModelConfig, dict[str, np.ndarray], dict]:
+    """(config, {name: float32 array} checked against the config, meta) of the policy
+    directory `path` (or a file inside it); builds no model."""
     p = Path(path)
     d = p.parent if p.suffix in (".json", ".msgpack", ".zlib") else p
     if not d.exists():
         raise _fail(d, "no such policy directory")
     doc = _read_json(d / CONFIG_NAME)
     cfg = config_from_json(d / CONFIG_NAME, doc.get("model"))
-    flat = read_weights(d)
-    params = check_params(weights_path(d), cfg, _unflatten(flat))
-    return cfg, params, doc.get("meta", {})
+    flat = check_flat(weights_path(d), parameter_shapes(cfg), _unflatten(read_weights(d)))
+    return cfg, flat, doc.get("meta", {})
+
+
+def read_policy(path) -> tuple[ModelConfig, nnx.State, dict]:
+    """(config, params, meta) of the policy directory `path` (or a file inside it)."""
+    cfg, flat, meta = read_policy_weights(path)
+    return cfg, state_from_flat(cfg, flat), meta
 
 
 # -- training checkpoints ------------------------------------------------------------

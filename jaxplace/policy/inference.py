@@ -9,8 +9,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from functools import partial
+from functools import cached_property, partial
 from pathlib import Path
 
 import jax
@@ -20,24 +19,54 @@ from flax import nnx
 from jaxplace.errors import JaxplaceError
 from jaxplace.policy import checkpoint as ck
 from jaxplace.policy import features as F
+from jaxplace.policy import numpy_forward
 from jaxplace.policy.model import ModelConfig, pure_apply
 from jaxplace.policy.routing import DEFAULT_POLICY, default_policy_name
 from jaxplace.problem import Problem
 
 
-@dataclass(frozen=True, eq=False)
 class Policy:
-    """A loaded policy: architecture, parameters (an `nnx.State`), and metadata."""
+    """A loaded policy: architecture (`config`), parameters (`params`, an
+    `nnx.State`, with `graphdef` the model's structure) and metadata.
 
-    config: ModelConfig
-    params: nnx.State
-    graphdef: object = field(repr=False)
-    meta: dict = field(default_factory=dict, repr=False)
-    path: str | None = None
+    A policy read from a file holds its checked weights as arrays and builds the flax
+    model's State only when `params` or `graphdef` is first read (about a second: the
+    model is built abstractly to get them); the NumPy forward pass that
+    `node_distribution` runs needs neither, so loading a policy to search with costs
+    the file read only."""
+
+    def __init__(self, config: ModelConfig, params: nnx.State | None = None,
+                 graphdef=None, meta: dict | None = None, path: str | None = None, *,
+                 weights: dict | None = None):
+        if params is None and weights is None:
+            raise ValueError("a Policy needs params or weights")
+        self.config = config
+        self.meta = {} if meta is None else meta
+        self.path = path
+        self._weights = weights  # {name: float32 array} checked against config
+        if params is not None:
+            self.__dict__["params"] = params
+        if graphdef is not None:
+            self.__dict__["graphdef"] = graphdef
 
     def __repr__(self) -> str:
         return (f"Policy({self.meta.get('name', '?')!r}, hidden={self.config.hidden}, "
                 f"layers={self.config.layers}, path={self.path!r})")
+
+    @cached_property
+    def params(self) -> nnx.State:
+        return ck.state_from_flat(self.config, self._weights)
+
+    @cached_property
+    def graphdef(self):
+        return ck.model_template(self.config)[0]
+
+    @cached_property
+    def numpy_weights(self) -> dict:
+        """The parameters as flat float64 NumPy arrays, converted once per policy."""
+        if self._weights is not None:
+            return numpy_forward.float64_weights(self._weights)
+        return numpy_forward.flat_weights(self.params)
 
 
 def default_policy_path(name: str = DEFAULT_POLICY) -> Path:
@@ -52,9 +81,8 @@ def load_policy(path: str | None = None, problem: Problem | None = None) -> Poli
     Raises `JaxplaceError` naming the file when it is missing, truncated or of
     another architecture."""
     p = default_policy_path(default_policy_name(problem)) if path is None else Path(path)
-    cfg, params, meta = ck.read_policy(p)
-    graphdef, _ = ck.model_template(cfg)
-    return Policy(cfg, params, graphdef, meta, str(p))
+    cfg, flat, meta = ck.read_policy_weights(p)
+    return Policy(cfg, meta=meta, path=str(p), weights=flat)
 
 
 def policy_from_model(model, meta: dict | None = None) -> Policy:
@@ -68,11 +96,17 @@ def _forward(graphdef, params, inputs):
     return pure_apply(graphdef)(params, inputs)
 
 
+def _numpy_forward(policy: Policy, f: F.Featurized) -> tuple[np.ndarray, np.ndarray]:
+    return numpy_forward.forward(policy.config, policy.numpy_weights, f)
+
+
 def node_distribution(policy: Policy, problem: Problem,
                       anchor: float = 0.0) -> dict[str, np.ndarray]:
     """Per-node Gaussian parameters for `problem`: {"mean", "log_std"}, each (n,)
-    float32 NumPy. Shapes are padded to powers of two, so graphs of similar sizes
-    share a compile (`Featurized.coarse_sizes`). `anchor` != 0 adds anchor x
+    float32 NumPy. Computed in NumPy (`jaxplace.policy.numpy_forward`: no XLA
+    compile; equal to the jitted model to float32 rounding); a model with attention
+    blocks runs jitted, its shapes padded to powers of two so that graphs of similar
+    sizes share a compile (`Featurized.coarse_sizes`). `anchor` != 0 adds anchor x
     `dfs_ranks(problem)` to the means: the policy's distribution pulled toward the
     DFS order (used on graphs with free units, where that order alone beats the
     policy's mode), on top of the model's own
@@ -81,9 +115,11 @@ def node_distribution(policy: Policy, problem: Problem,
         raise JaxplaceError(f"expected a Problem, got {type(problem).__name__}",
                             field="problem")
     f = F.featurize(problem, anchor=bool(policy.config.dfs_anchor))
-    inputs = F.pad(f, f.coarse_sizes)
-    mean, log_std = _forward(policy.graphdef, policy.params, inputs)
     n = problem.n
+    if numpy_forward.supported(policy.config):
+        mean, log_std = _numpy_forward(policy, f)
+    else:
+        mean, log_std = _forward(policy.graphdef, policy.params, F.pad(f, f.coarse_sizes))
     mean = np.asarray(mean, np.float32)[:n]
     if anchor:
         mean = (mean + anchor * F.dfs_ranks(problem)).astype(np.float32)

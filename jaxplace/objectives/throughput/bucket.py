@@ -41,10 +41,6 @@ SEARCH_PATH = "bucket"
 OPTIONS = frozenset({"search_only", "exact", "polish", "use_policy", "brkga_patience",
                      "patience", "brkga_share"})
 
-#: Loaded shipped policies by name, kept for the process (loading one reads the
-#: checkpoint and builds its model, per search otherwise).
-_POLICIES: dict = {}
-
 
 def old_path_reason(req: SearchRequest) -> str | None:
     """Why `req` needs the driver's path (None: this one runs it)."""
@@ -95,7 +91,9 @@ def bucket_search(req: SearchRequest):
     from jaxplace.search.result import History
 
     problem, opt = req.problem, req.options
-    prep = prepare(problem, 0, opt.get("use_policy"), _POLICIES)
+    # a policy is loaded per search: its checked weights only, a file read (no model
+    # is built, `jaxplace.policy.Policy`), and its forward pass compiles nothing
+    prep = prepare(problem, 0, opt.get("use_policy"))
     coupled = prep.dist is not None
     limit = req.stop.time_limit
     settings = ManySettings(
