@@ -121,7 +121,7 @@ def _local_threads_setter():
 
 def _gelu(x):
     """jax.nn.gelu's default (tanh) approximation."""
-    return 0.5 * x * (1.0 + np.tanh(_SQRT_2_OVER_PI * (x + 0.044715 * x ** 3)))
+    return 0.5 * x * (1.0 + np.tanh(_SQRT_2_OVER_PI * (x + 0.044715 * (x * x * x))))
 
 
 def _sigmoid(x):
@@ -138,11 +138,25 @@ def _layer_norm(w, name, x):
     return (x - mu) / np.sqrt(var + LAYER_NORM_EPS) * w[f"{name}/scale"] + w[f"{name}/bias"]
 
 
-def _segment_mean(values, ids, num, count):
-    """Mean of `values` rows per segment id in [0, num)."""
-    s = np.zeros((num, values.shape[1]))
-    np.add.at(s, ids, values)
-    return s / np.maximum(count, 1.0)[:, None]
+def _mean_plan(rows: np.ndarray, ids: np.ndarray, num: int) -> tuple:
+    """What `_mean_of` needs to average row `rows[j]` into segment `ids[j]` (of
+    `num`): the rows sorted by segment, where each segment starts, which segments
+    occur, and the segment sizes (at least 1)."""
+    order = np.argsort(ids, kind="stable")
+    sid = ids[order]
+    starts = np.flatnonzero(np.r_[True, sid[1:] != sid[:-1]]) if len(sid) else sid
+    count = np.maximum(np.bincount(ids, minlength=num), 1).astype(np.float64)
+    return rows[order], starts, sid[starts], count, num
+
+
+def _mean_of(values: np.ndarray, plan: tuple) -> np.ndarray:
+    """(num, H) per-segment means of the rows of `values` that `plan` picks (0 for an
+    empty segment), as the model's segment_sum / count."""
+    rows, starts, present, count, num = plan
+    out = np.zeros((num, values.shape[1]))
+    if len(rows):  # one sorted pass (np.add.at was 40% of the forward pass)
+        out[present] = np.add.reduceat(values[rows], starts, axis=0)
+    return out / count[:, None]
 
 
 def forward(config: ModelConfig, w: dict[str, np.ndarray], f: Featurized
@@ -158,11 +172,10 @@ def forward(config: ModelConfig, w: dict[str, np.ndarray], f: Featurized
 def _forward(c: ModelConfig, w: dict, f: Featurized) -> tuple[np.ndarray, np.ndarray]:
     n = len(f.node)
     src, dst = f.edges[:, 0], f.edges[:, 1]
-    mem_node, mem_tensor, T = f.mem_node, f.mem_tensor, f.num_tensors
-    indeg = np.bincount(dst, minlength=n).astype(np.float64)
-    outdeg = np.bincount(src, minlength=n).astype(np.float64)
-    tsize = np.bincount(mem_tensor, minlength=T).astype(np.float64)
-    nmem = np.bincount(mem_node, minlength=n).astype(np.float64)
+    into_dst = _mean_plan(src, dst, n)  # predecessors' messages
+    into_src = _mean_plan(dst, src, n)  # successors'
+    into_tensor = _mean_plan(f.mem_node, f.mem_tensor, f.num_tensors)  # its members'
+    into_node = _mean_plan(f.mem_tensor, f.mem_node, n)  # a node's tensors'
     graph = f.graph.astype(np.float64)
     x = np.concatenate([f.node.astype(np.float64), np.broadcast_to(graph, (n, len(graph)))],
                        axis=1)
@@ -170,10 +183,9 @@ def _forward(c: ModelConfig, w: dict, f: Featurized) -> tuple[np.ndarray, np.nda
     ctx = _gelu(_linear(w, "ctx_in", graph))
     for i in range(c.layers):
         p = f"layers/{i}"
-        fwd = _segment_mean(_linear(w, f"{p}/fwd", h)[src], dst, n, indeg)
-        bwd = _segment_mean(_linear(w, f"{p}/bwd", h)[dst], src, n, outdeg)
-        t = _segment_mean(_linear(w, f"{p}/ten", h)[mem_node], mem_tensor, T, tsize)
-        ten = _segment_mean(t[mem_tensor], mem_node, n, nmem)
+        fwd = _mean_of(_linear(w, f"{p}/fwd", h), into_dst)
+        bwd = _mean_of(_linear(w, f"{p}/bwd", h), into_src)
+        ten = _mean_of(_mean_of(_linear(w, f"{p}/ten", h), into_tensor), into_node)
         z = np.concatenate([h, fwd, bwd, ten, np.broadcast_to(ctx, h.shape)], axis=1)
         h = _layer_norm(w, f"{p}/norm", h + _linear(w, f"{p}/out",
                                                    _gelu(_linear(w, f"{p}/mix", z))))
