@@ -20,9 +20,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxplace.decoder.batching import DEFAULT_MEMORY_BUDGET
-from jaxplace.decoder.evaluator import Evaluator
+from jaxplace.decoder.evaluator import AUTO_IMPL, Evaluator
 from jaxplace.decoder.layout import DeviceGraph
-from jaxplace.decoder.scoring import IMPL
 from jaxplace.errors import JaxplaceError
 from jaxplace.problem import Problem
 
@@ -70,7 +69,7 @@ EVALUATORS = EvaluatorCache()
 
 def evaluate(problem: Problem, X, *, precision: str = "float32",
              chunk_size: int | None = None, devices: Sequence | None = None,
-             memory_budget: int = DEFAULT_MEMORY_BUDGET, impl: str = IMPL,
+             memory_budget: int = DEFAULT_MEMORY_BUDGET, impl: str = AUTO_IMPL,
              window: int | str | None = "sample", threads: int | None = None
              ) -> np.ndarray:
     """(P,) float64 bottleneck costs of SliceGraph(Kahn(x)) for every row x of X.
@@ -78,6 +77,8 @@ def evaluate(problem: Problem, X, *, precision: str = "float32",
     Same semantics as `jaxplace.reference.evaluate_reference` (ties to the smaller
     node index, overflow, hard capacity -> +inf, placement units, CPU blocks).
     `precision`: "float32" (within FLOAT32_RTOL) or "float64" (to rounding).
+    `impl`: "auto" (the fused kernel on GPUs where it applies, else "lanes";
+    `decoder.evaluator.resolve_impl`), "lanes", "simple" or "fused".
     `window`: "sample" (chosen within the call from a first round of full-DP rows),
     None (full DP) or an int (blocks of at most that many units); windowed costs are
     checked and recomputed with the full DP where the restriction may be inexact, so
@@ -114,7 +115,7 @@ def evaluate_graphs(problems: Sequence[Problem], X, *, precision: str = "float32
     return Evaluator(list(problems), precision=precision, window=None)(X)
 
 
-def make_evaluator(problem: Problem, *, precision: str = "float32", impl: str = IMPL
+def make_evaluator(problem: Problem, *, precision: str = "float32", impl: str = AUTO_IMPL
                    ) -> tuple[Callable[[jnp.ndarray], jnp.ndarray], DeviceGraph]:
     """(pure fn X (P, n) -> (P,) costs, its DeviceGraph): `Evaluator.score_fn`.
 

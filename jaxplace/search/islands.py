@@ -22,15 +22,19 @@ search's 100-wide generations leave it idle).
   fold_in(fold_in(key(seed + i), j), t): the results depend neither on the grouping
   nor on the devices. The draws are made gene-major (`BRKGA` and the first
   populations), so a real gene's numbers do not depend on the padded width either
-  (a restricted `window` still changes which candidates win). On GPUs, run-to-run
-  identity may need XLA_FLAGS=--xla_gpu_deterministic_ops=true (not measured: no GPU
-  was lent).
+  (a restricted `window` still changes which candidates win). On a GPU the lanes
+  decoder's scatter-adds are atomics: run-to-run identity with it needs
+  XLA_FLAGS=--xla_gpu_deterministic_ops=true; the fused kernel (`impl="fused"`, what
+  `impl="auto"` picks there) has no atomics.
+- Decoder: `impl="auto"` resolves per group (`resolve_settings`): the fused kernel on
+  GPUs when it takes every problem of the group (its padded shape then the kernel's
+  power-of-two one, no window), else lanes; a CPU keeps lanes.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 
 import jax
@@ -38,9 +42,10 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxplace.decoder.batching import DEFAULT_MEMORY_BUDGET, bytes_per_candidate
-from jaxplace.decoder.evaluator import fused_spec_of
+from jaxplace.decoder.evaluator import AUTO_IMPL, default_platform, resolve_impl
+from jaxplace.decoder.fused import fused_spec
 from jaxplace.decoder.layout import Spec, stack_graphs
-from jaxplace.decoder.scoring import score
+from jaxplace.decoder.scoring import IMPLS, score
 from jaxplace.errors import JaxplaceError
 from jaxplace.problem import Problem
 from jaxplace.search.brkga import BRKGA
@@ -50,8 +55,10 @@ from jaxplace.search.brkga import BRKGA
 class IslandSettings:
     """Static settings of one island search (one compiled program per Spec).
 
-    window: blocks of at most this many units in the lanes decoder's DP (None: the
-    full DP). A restricted DP never scores a candidate below its true cost, so the
+    impl: the decoder ("lanes", "fused", "simple"; "auto": resolved per group by
+    `resolve_settings`). window: blocks of at most this many units in the lanes
+    decoder's DP (None: the full DP; dropped when "auto" resolves to the fused
+    kernel). A restricted DP never scores a candidate below its true cost, so the
     best is still confirmed by the float64 reference afterwards.
     """
 
@@ -73,13 +80,28 @@ class IslandSettings:
         if not 0 <= self.migrants <= self.population // 2:
             raise JaxplaceError(f"must be between 0 and population/2, got {self.migrants}",
                                 field="migrants")
-        if self.window is not None and self.impl != "lanes":
+        if self.impl not in IMPLS + (AUTO_IMPL,):
+            raise JaxplaceError(f"must be one of {', '.join(IMPLS + (AUTO_IMPL,))}, got "
+                                f"{self.impl!r}", field="impl")
+        if self.window is not None and self.impl not in ("lanes", AUTO_IMPL):
             raise JaxplaceError("a window applies to impl='lanes' only", field="window")
 
     @property
     def width(self) -> int:
         """Candidates per problem and generation."""
         return self.islands * self.population
+
+
+def resolve_settings(s: IslandSettings, spec: Spec, platform: str | None = None
+                     ) -> tuple[IslandSettings, Spec]:
+    """(settings with a concrete decoder, the Spec its program pads to) for a group
+    padded to `spec` on `platform` (None: JAX's default backend): "auto" is the fused
+    kernel on GPUs when it takes the group's graphs (`decoder.evaluator.resolve_impl`),
+    else lanes; the fused kernel runs the full DP at its power-of-two shape."""
+    impl = resolve_impl(s.impl, spec, platform=platform)
+    if impl == "fused":
+        return replace(s, impl=impl, window=None), fused_spec(spec)
+    return (s if impl == s.impl else replace(s, impl=impl)), spec
 
 
 @dataclass
@@ -216,7 +238,10 @@ class IslandGroup:
                  indices: Sequence[int], seed: int, generations: Sequence[int], *,
                  seeds: Sequence | None = None, targets: Sequence[float] | None = None,
                  mesh=None, size: int | None = None):
-        self.s, self.spec, self.mesh = s, spec, mesh
+        platform = None if mesh is None else mesh.devices.flat[0].platform
+        s.check()
+        self.s, self.spec = resolve_settings(s, spec, platform)
+        self.mesh = mesh
         self.problems = list(problems)
         m = len(self.problems)
         self.size = G = max(size or m, m)
@@ -338,8 +363,8 @@ def island_search(problems: Sequence[Problem], *, generations: int | Sequence[in
     if len(gens) != len(problems) or min(gens) < 0:
         raise JaxplaceError(f"must be >= 0 (one count, or one per problem), got "
                             f"{generations}", field="generations")
-    if spec is None:
-        spec = fused_spec_of(problems) if s.impl == "fused" else merged_spec(problems)
+    s, spec = resolve_settings(s, merged_spec(problems) if spec is None else spec,
+                               default_platform(devices))
     mesh, ndev = device_mesh(devices, len(problems))
     dev0 = (list(jax.local_devices()) if devices is None else list(devices))[0]
     per_call = problems_per_call(spec, s, dev0, memory_budget) * ndev
@@ -380,4 +405,4 @@ def merged_spec(problems) -> Spec:
 
 __all__ = ["IslandGroup", "IslandResult", "IslandSettings", "check_problems",
            "device_mesh", "group_sizes", "island_search", "merged_spec",
-           "problems_per_call", "run_generations"]
+           "problems_per_call", "resolve_settings", "run_generations"]

@@ -34,6 +34,7 @@ import jax
 import numpy as np
 
 from jaxplace.decoder.batching import DEFAULT_MEMORY_BUDGET
+from jaxplace.decoder.evaluator import AUTO_IMPL, default_platform
 from jaxplace.errors import JaxplaceError
 from jaxplace.search.islands import (
     IslandGroup,
@@ -41,6 +42,7 @@ from jaxplace.search.islands import (
     device_mesh,
     group_sizes,
     problems_per_call,
+    resolve_settings,
 )
 from jaxplace.search.many.run import polish_result
 from jaxplace.search.result import History, Result
@@ -48,11 +50,14 @@ from jaxplace.search.result import History, Result
 #: The mode names of `search_many(mode=...)`; None picks `auto_mode`.
 MODES = ("default", "islands")
 #: Island settings by platform when none are given. Accelerators: 4 x 1,024 per
-#: problem, the issue's 10^3-10^4 (not yet measured on a GPU). CPUs (explicit
-#: `mode="islands"`): on 6 REGAL-like graphs at 30,000 evaluations, 4 x 256 came
-#: within 1.025x of the default mode's cost, 2 x 64 within 1.040x (polish off in
-#: both; wider populations did better than more generations).
-ACCELERATOR_ISLANDS = IslandSettings(islands=4, population=1024, migrate_every=10)
+#: problem, the issue's 10^3-10^4, decoder "auto" (per group: the fused kernel on GPUs
+#: where it applies, else lanes; on an H200 the fused kernel was the faster decoder
+#: and the only one giving the same costs run to run with XLA's default flags).
+#: CPUs (explicit `mode="islands"`): on 6 REGAL-like graphs at 30,000 evaluations,
+#: 4 x 256 came within 1.025x of the default mode's cost, 2 x 64 within 1.040x
+#: (polish off in both; wider populations did better than more generations).
+ACCELERATOR_ISLANDS = IslandSettings(islands=4, population=1024, migrate_every=10,
+                                     impl=AUTO_IMPL)
 CPU_ISLANDS = IslandSettings(islands=4, population=256, migrate_every=8)
 #: The default budget covers at least this many generations of the islands.
 MIN_GENERATIONS = 50
@@ -107,12 +112,17 @@ def islands_buckets(prepared, buckets, settings, cancel: threading.Event, start:
     `settings`: search_many's `ManySettings` (mode "islands")."""
     base = settings.islands or island_settings({})
     runs = []  # (bucket, group members, IslandGroup)
+    platform = default_platform(settings.devices)
     for b in buckets:
         members = [prepared[i] for i in b.members]
-        s = replace(base, window=b.window if base.impl == "lanes" else None)
+        # "auto": per bucket (its groups share its padded shape, so "every problem of
+        # the group" is "every problem of the bucket")
+        s, spec = resolve_settings(
+            replace(base, window=b.window if base.impl in ("lanes", AUTO_IMPL) else None),
+            b.spec, platform)
         mesh, ndev = device_mesh(settings.devices, len(members))
         dev0 = (settings.devices or jax.local_devices())[0]
-        per_call = problems_per_call(b.spec, s, dev0, DEFAULT_MEMORY_BUDGET) * ndev
+        per_call = problems_per_call(spec, s, dev0, DEFAULT_MEMORY_BUDGET) * ndev
         if settings.group is not None:
             per_call = min(per_call, int(settings.group))
         groups, size = group_sizes(len(members), per_call, ndev)
@@ -121,7 +131,7 @@ def islands_buckets(prepared, buckets, settings, cancel: threading.Event, start:
             part = members[lo:lo + step]
             budgets = [island_budget(m.problem, settings.budget, s) for m in part]
             group = IslandGroup(
-                s, b.spec, [m.problem for m in part], [m.index for m in part],
+                s, spec, [m.problem for m in part], [m.index for m in part],
                 settings.seed, [generations_of(x, s) for x in budgets],
                 seeds=[m.x_seed for m in part],
                 targets=[m.lower_bound * (1 + 1e-6) for m in part], mesh=mesh, size=size)
@@ -161,7 +171,8 @@ def run_group(bucket, part, group: IslandGroup, settings, cancel, start, deadlin
     times += [time.perf_counter() - start] * (len(group.history) - len(times))
     info = {"mode": "islands", "islands": group.s.islands,
             "population": group.s.population, "migrate_every": group.s.migrate_every,
-            "bucket": {"N": bucket.spec.N, "K": bucket.spec.K, "window": bucket.window,
+            "impl": group.s.impl,
+            "bucket": {"N": group.spec.N, "K": group.spec.K, "window": group.s.window,
                        "problems": len(bucket.members), "group": group.size}}
     for m, r in zip(part, group.results(), strict=True):
         yield m.index, finish(m, r, group.s, times, info, settings, start, interrupted,
