@@ -4,6 +4,21 @@
 #
 #   run(command="bash experiments/gpu_bench.sh 380", timeout_s=560, carry=[".whl"])
 #
+# The next lending (after the H200 run of 2026-11-27, experiments/gpu.md): its first
+# question is the island search's budget and decoder (fused is now the GPU default
+# and was never run inside the islands; the default budget spent ~336,000 evaluations
+# per problem for the cost the CPU reaches at ~6,000). One call sweeps both:
+#
+#   run(command="PARTS=islands ISLANDS='4x1024x5 4x1024x10 4x1024x20 4x256x20' "
+#       "ISLAND_IMPLS=fused,lanes ISLANDS_CHECK_S=0 bash experiments/gpu_bench.sh 430",
+#       timeout_s=520, carry=[".whl"])
+#
+# (the islands part runs the C++ peer alone for its cost column when the suite part
+# does not run, ~20 s; each row runs search_many twice, cold and warm; rows sharing a
+# program (islands, population, migration every min(10, G), decoder) compile once,
+# and are written as they finish, so a cut keeps the rows before; lanes rows are not
+# repeatable without DETERMINISTIC=1, fused rows should be).
+#
 # TOTAL (default 300 s) bounds the bench; under it the bench's own parts are written as
 # they finish, so a timeout keeps the parts done before. Keep timeout_s above TOTAL and
 # leave device time for a second call.
@@ -17,7 +32,9 @@
 #
 # Env: DETERMINISTIC=1 adds XLA_FLAGS=--xla_gpu_deterministic_ops=true (issue 52 asks
 # which flags give run-to-run identical results and what they cost); PARTS overrides
-# the bench's parts (default all four: decoder,train,suite,islands). The suite part
+# the bench's parts (default all four: decoder,train,suite,islands); ISLANDS (island
+# shapes IxPxG, space-separated) and ISLAND_IMPLS (auto,lanes,fused) the islands
+# part's rows; ISLANDS_CHECK_S=0 skips the final islands check. The suite part
 # runs search_many's automatic mode (island BRKGA on a GPU) in a fresh process; the
 # islands part runs search_many(mode="islands") cold and warm in one process and says
 # whether the warm pass repeats the cold one bit for bit (without DETERMINISTIC=1 that
@@ -54,6 +71,7 @@ from jaxplace.decoder import evaluate
 p = dag_problem(200, 0)
 X = np.random.default_rng(0).random((4096, 200), dtype=np.float32)
 want = jp.reference.evaluate_reference(p, X[:32])
+print("library default here:", jp.Evaluator(p).impl, flush=True)
 for impl in ("lanes", "fused"):
     t = time.perf_counter(); c = evaluate(p, X, impl=impl, window=None)
     t1 = time.perf_counter(); c2 = evaluate(p, X, impl=impl, window=None)
@@ -61,12 +79,15 @@ for impl in ("lanes", "fused"):
           "s, max rel error", max_rel_error(c[:32], want), "run-to-run identical",
           bool(np.array_equal(c, c2)), flush=True)
 EOF
+SHAPES=()
+for shape in ${ISLANDS:-}; do SHAPES+=(--islands "$shape"); done
 timeout -s INT "$TOTAL" python3 -m jaxplace bench gpu --size gpu --out "$OUT" \
-    ${PARTS:+--parts "$PARTS"} 2>&1 | tee "$OUT/bench_gpu.log"
+    ${PARTS:+--parts "$PARTS"} ${ISLAND_IMPLS:+--island-impls "$ISLAND_IMPLS"} \
+    ${SHAPES[@]+"${SHAPES[@]}"} 2>&1 | tee "$OUT/bench_gpu.log"
 echo "exit ${PIPESTATUS[0]}"
 # search_many's island mode on 6 suite graphs, twice (cold, warm): seconds, and the
 # answer to "bit-identical run to run" from a second, smaller run (ISLANDS_CHECK_S)
-timeout "${ISLANDS_CHECK_S:-60}" python3 - <<'EOF' 2>&1 | tee "$OUT/islands_check.log"
+[ "${ISLANDS_CHECK_S:-60}" = 0 ] || timeout "${ISLANDS_CHECK_S:-60}" python3 - <<'EOF' 2>&1 | tee "$OUT/islands_check.log"
 import time, numpy as np, jaxplace as jp
 from jaxplace.bench.search_time import instances
 from jaxplace.search.many import search_many
@@ -77,7 +98,7 @@ for label in ("cold", "warm"):
     runs.append(search_many(probs, mode="islands", exact=False, polish=False))
     r = runs[-1][0]
     print(label, round(time.perf_counter() - t, 2), "s; islands", r.info["islands"], "x",
-          r.info["population"], "; evaluations", [x.evaluations for x in runs[-1]],
+          r.info["population"], r.info.get("impl"), "; evaluations", [x.evaluations for x in runs[-1]],
           "; costs", [round(x.cost, 4) for x in runs[-1]], flush=True)
 print("bit-identical", all(a.cost == b.cost and np.array_equal(a.priorities, b.priorities)
                            for a, b in zip(*runs)))

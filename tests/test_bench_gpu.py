@@ -82,8 +82,9 @@ def test_tiny_all_parts(tmp_path):
     if "total_s" in su["cpp"]:
         assert su["cost_ratio"] > 0
     assert "Regal-time suite" in md
-    isl = rec["islands"]
+    (isl,) = rec["islands"]  # one row: the size's shape, the library's decoder
     assert "error" not in isl and isl["repeatable"] and np.isfinite(isl["costs"][0]), isl
+    assert isl["impl"] == "auto" and isl["impl_used"] in ("lanes", "-")  # CPU: lanes
     if "total_s" in su["cpp"]:
         assert isl["cost_ratio"] > 0
 
@@ -114,3 +115,55 @@ def test_suite_part_gives_bench_batch_every_option_it_reads(monkeypatch):
     out = gpu.suite_rows(1, 0)
     assert seen["count"] == 1 and seen["cache"] == "fresh"
     assert out["cost_ratio"] == 1.0 and out["wall_ratio_cold"] == 0.5
+
+
+def test_islands_part_sweeps_shapes_and_decoders(monkeypatch, tmp_path):
+    """`--islands` (repeated) x `--island-impls`: one row per pair, in that order, each
+    written as it finishes; programs shared between rows are marked; without the suite
+    part the C++ peer runs alone for the cost column; a failing row is recorded and
+    the next one runs."""
+    import argparse
+
+    from jaxplace.bench import gpu
+
+    calls = []
+
+    def fake_row(count, seed, shape, cpp, impl="auto"):
+        calls.append((shape, impl, cpp))
+        if impl == "fused" and shape[2] == 3:
+            raise RuntimeError("kernel refused")
+        return dict(count=count, islands=shape[0], population=shape[1],
+                    generations=shape[2], budget=shape[0] * shape[1] * (shape[2] + 1),
+                    impl=impl, impl_used="lanes" if impl == "auto" else impl,
+                    evaluations=10.0, cold_s=2.0, warm_s=1.0, compile_s=1.0,
+                    costs=[1.0], repeatable=True, cost_ratio=0.5)
+
+    monkeypatch.setattr(gpu, "islands_row", fake_row)
+    monkeypatch.setattr(gpu, "cpp_costs", lambda count, seed: dict(costs=[2.0], total_s=3.0,
+                                                                    build_s=0.0))
+    p = argparse.ArgumentParser()
+    gpu.add_arguments(p)
+    args = p.parse_args(["--size", "tiny", "--parts", "islands", "--out", str(tmp_path),
+                         "--islands", "2x8x12", "--islands", "2x8x20", "--islands", "2x8x3",
+                         "--island-impls", "fused,auto"])
+    assert gpu.run(args) == 0
+    rec = json.loads((tmp_path / "bench_gpu.json").read_text())
+    rows = rec["islands"]
+    assert [(r["generations"], r["impl"]) for r in rows] == [
+        (12, "fused"), (12, "auto"), (20, "fused"), (20, "auto"), (3, "fused"), (3, "auto")]
+    assert [c[2] for c in calls] == [[2.0]] * 6 and rec["islands_cpp"]["total_s"] == 3.0
+    # 12 and 20 generations migrate every 10: one program per decoder; 3: its own
+    assert [r["compiled_before"] for r in rows] == [False, False, True, True, False, False]
+    assert "kernel refused" in rows[4]["error"] and "error" not in rows[5]
+    md = (tmp_path / "bench_gpu.md").read_text()
+    assert "2 x 8 x 20" in md and "kernel refused" in md and "C++ brkga-10000" in md
+
+
+@pytest.mark.parametrize("text", ["4x1024", "4x1024x", "0x8x2", "4x2x2", "axbxc"])
+def test_bad_island_shape_is_refused(text):
+    from jaxplace.bench.gpu import island_shape
+    from jaxplace.errors import JaxplaceError
+
+    with pytest.raises(JaxplaceError, match="--islands"):
+        island_shape(text)
+    assert island_shape("4X1024x20") == (4, 1024, 20)

@@ -19,11 +19,14 @@ stopped by a timeout keeps the parts before):
    search_many's automatic choice (`auto_mode`: "islands" on a GPU, "default" on a
    CPU), recorded as `mode`.
 4. islands: the same graphs through `search_many(mode="islands")` (wide island BRKGA
-   populations sized by the size's (islands, population, generations), every problem
-   of a bucket in one call, MIP polish at k <= 4 as in the default mode) in this
-   process: cold (with its compiles) and warm, compile ~ cold - warm, cost against
-   the suite part's C++ costs, and whether the warm pass repeats the cold one's
-   costs bit for bit.
+   populations, every problem of a bucket in one call, MIP polish at k <= 4 as in the
+   default mode) in this process, one row per island shape (islands x population x
+   generations: the size's, or each `--islands`, so one run sweeps the shape and the
+   budget) and decoder (`--island-impls`: "auto", the library's choice, and/or "lanes"
+   / "fused"): cold (with its compiles, unless an earlier row compiled the same
+   program: `compiled_before`) and warm, compile ~ cold - warm, cost against the suite
+   part's C++ costs, and whether the warm pass repeats the cold one's costs bit for
+   bit. Rows are written as they finish.
 
 Sizes: `gpu` (P = 10^4, 10^5, 10^6 at n = 200 and 1,000; 30 graphs), `small` (what
 a CPU runs in minutes; the fused kernel then runs in Pallas's interpret mode, at
@@ -61,6 +64,8 @@ SIZES = {
 }
 PARTS = ("decoder", "train", "suite", "islands")
 IMPLS = ("lanes", "fused")
+#: Decoders of the islands part ("auto": the library's choice on the platform).
+ISLAND_IMPLS = ("auto", "lanes", "fused")
 K = 16
 
 
@@ -77,6 +82,13 @@ def add_arguments(p) -> None:
                    help="training recipe timed by the train part")
     p.add_argument("--suite-count", type=int, default=None,
                    help="graphs of the regal-time suite (default: the size's)")
+    p.add_argument("--islands", action="append", default=None, metavar="IxPxG",
+                   help="islands part: an island shape, islands x population (per "
+                   "island) x generations, e.g. 4x1024x20 (the budget per problem is "
+                   "I*P*(G+1)); repeat it to sweep (default: the size's shape)")
+    p.add_argument("--island-impls", default="auto",
+                   help=f"islands part: decoders, comma-separated, of "
+                   f"{', '.join(ISLAND_IMPLS)} (auto: the library's choice)")
     p.add_argument("--seed", type=int, default=0)
 
 
@@ -115,16 +127,6 @@ def max_rel_error(got, want) -> float:
     return float(np.max(np.abs(got[fin] - want[fin]) / np.abs(want[fin]), initial=0.0))
 
 
-def _chunk(impl: str, n: int, on_gpu: bool) -> int | None:
-    """Rows per compiled call: the library default for lanes; for the fused kernel on a
-    GPU (a few bytes per candidate outside the kernel) up to 256 MiB of keys."""
-    if impl != "fused" or not on_gpu:
-        return None
-    from jaxplace.decoder.layout import pow2
-
-    return 1 << ((256 << 20) // (pow2(n) * 4 * 2)).bit_length() - 1
-
-
 def _warm_up(ev, X: np.ndarray, P: int) -> float:
     """Compile the programs a call on P rows runs (its chunk shape; lanes: also the
     block window picked from a first call's costs) on at most one round of chunks;
@@ -154,8 +156,9 @@ def decoder_rows(cfg: dict, impls, *, seed: int, max_cell_seconds: float, on_gpu
         ref_s = time.perf_counter() - t0
         for impl in impls:
             rate = None
-            ev = Evaluator(problem, impl=impl, window="auto" if impl == "lanes" else None,
-                           chunk_size=_chunk(impl, n, on_gpu))
+            # rows per call: the library's default (the fused kernel on a GPU: up to
+            # 256 MiB of keys, `decoder.evaluator.fused_chunk_size`)
+            ev = Evaluator(problem, impl=impl, window="auto" if impl == "lanes" else None)
             for P in cfg["pops"]:
                 rec = dict(n=n, impl=impl, P=P, k=K, edges=problem.graph.num_edges)
                 limit = cfg["interpret_max"] if impl == "fused" and not on_gpu else None
@@ -246,9 +249,36 @@ def suite_rows(count: int, seed: int) -> dict:
     return out
 
 
-def islands_row(count: int, seed: int, shape: tuple, cpp_costs=None) -> dict:
+def cpp_costs(count: int, seed: int) -> dict:
+    """The C++ peer alone over the suite's graphs (the islands part's yardstick when
+    the suite part does not run): {"costs", "total_s"} or {"skipped": why}."""
+    from jaxplace.bench.cpp_peer import CppUnavailable
+    from jaxplace.bench.search_time import run_cpp
+
+    try:
+        cpp = run_cpp(argparse.Namespace(count=count, seed=seed), [4, 8, 16])
+    except CppUnavailable as exc:
+        return dict(skipped=str(exc))
+    return dict(costs=cpp["costs"], total_s=cpp["total_s"], build_s=cpp["build_s"])
+
+
+def island_shape(text: str) -> tuple[int, int, int]:
+    """(islands, population, generations) of "IxPxG", or a JaxplaceError."""
+    parts = text.lower().split("x")
+    if len(parts) != 3 or not all(p.isdigit() for p in parts) or \
+            int(parts[0]) < 1 or int(parts[1]) < 4:
+        raise JaxplaceError(f"expected ISLANDSxPOPULATIONxGENERATIONS (islands >= 1, "
+                            f"population >= 4), e.g. 4x1024x20; got {text!r}",
+                            field="--islands")
+    return int(parts[0]), int(parts[1]), int(parts[2])
+
+
+def islands_row(count: int, seed: int, shape: tuple, cpp_costs=None, impl: str = "auto"
+                ) -> dict:
     """`search_many(mode="islands")` over the suite's graphs, twice in this process
-    (cold: with the compiles; warm), cost against the C++ peer's costs when given."""
+    (cold: with the compiles; warm), cost against the C++ peer's costs when given;
+    `impl`: the islands' decoder ("auto": the library's choice; `impl_used` says which
+    ran)."""
     from jaxplace.bench import batch
     from jaxplace.bench.search_time import instances
     from jaxplace.problem import Problem
@@ -259,6 +289,8 @@ def islands_row(count: int, seed: int, shape: tuple, cpp_costs=None) -> dict:
     budget = islands * population * (generations + 1)
     kw = dict(mode="islands", budget=budget, seed=seed, islands=islands,
               population=population, migrate_every=min(10, max(generations, 1)))
+    if impl != "auto":
+        kw["impl"] = impl
     t0 = time.perf_counter()
     rs = search_many(probs, **kw)
     cold = time.perf_counter() - t0
@@ -266,8 +298,10 @@ def islands_row(count: int, seed: int, shape: tuple, cpp_costs=None) -> dict:
     again = search_many(probs, **kw)
     warm = time.perf_counter() - t0
     costs = [r.cost for r in rs]
+    used = sorted({r.info["impl"] for r in rs if "impl" in r.info})  # none: all exact
     out = dict(count=count, islands=islands, population=population,
-               generations=generations, budget=budget,
+               generations=generations, budget=budget, impl=impl,
+               impl_used=",".join(used) or "-", migrate_every=kw["migrate_every"],
                evaluations=float(np.mean([r.evaluations for r in rs])), cold_s=cold,
                warm_s=warm, compile_s=max(cold - warm, 0.0), costs=costs,
                repeatable=all(a.cost == b.cost and np.array_equal(a.priorities, b.priorities)
@@ -336,20 +370,40 @@ def markdown(rec: dict) -> str:
         lines.append("")
     isl = rec.get("islands")
     if isl is not None:
-        lines += [f"## search_many(mode=\"islands\") over the suite's {isl.get('count')} "
-                  "graphs (one process)", ""]
-        if "error" in isl:
-            lines.append(isl["error"])
-        else:
-            lines.append(
-                f"{isl['islands']} islands x {isl['population']} per problem, up to "
-                f"{isl['generations']} generations (budget {isl['budget']:,}; mean "
-                f"{isl['evaluations']:,.0f} evaluations per problem): cold "
-                f"{isl['cold_s']:.1f} s, warm {isl['warm_s']:.1f} s (compile "
-                f"~{isl['compile_s']:.1f} s); cost / C++ {_f(isl.get('cost_ratio'), '.4f')}"
-                f"; the warm pass repeats the cold one bit for bit: {isl['repeatable']}")
-        lines.append("")
+        lines += islands_markdown(isl if isinstance(isl, list) else [isl])
+        cpp = rec.get("islands_cpp")
+        if cpp is not None:
+            lines += [f"C++ brkga-10000 (1 core) on these graphs: {cpp['total_s']:.1f} s"
+                      if "total_s" in cpp else f"C++ peer: {cpp.get('skipped')}", ""]
     return "\n".join(lines)
+
+
+def islands_markdown(rows: list) -> list[str]:
+    """The islands part's lines: one table row per shape and decoder."""
+    from jaxplace.bench.runs import markdown_table
+
+    count = next((r.get("count") for r in rows), None)
+    lines = [f"## search_many(mode=\"islands\") over the suite's {count} graphs (one "
+             "process)", ""]
+    table = []
+    for r in rows:
+        shape = (f"{r['islands']} x {r['population']} x {r['generations']}"
+                 if "islands" in r else "-")
+        if "error" in r:
+            table.append([shape, r.get("impl", "-"), "-", "-", "-", "-", "-", "-", "-",
+                          r["error"]])
+            continue
+        table.append([shape, r.get("impl", "-"), r.get("impl_used", "-"),
+                      f"{r['budget']:,}", f"{r['evaluations']:,.0f}",
+                      f"{r['cold_s']:.1f}", f"{r['compile_s']:.1f}", f"{r['warm_s']:.1f}",
+                      _f(r.get("cost_ratio"), ".4f"),
+                      f"bit for bit: {r['repeatable']}"
+                      + ("; compiled by an earlier row" if r.get("compiled_before") else "")])
+    lines += [markdown_table(
+        ["islands x population x generations", "impl", "ran", "budget / problem",
+         "mean evaluations", "cold wall s", "compile s (cold - warm)", "warm wall s",
+         "cost / C++", "warm repeats cold"], table), ""]
+    return lines
 
 
 def run(args) -> int:
@@ -358,10 +412,13 @@ def run(args) -> int:
     size, cfg = _size(args.size)
     parts = [p.strip() for p in args.parts.split(",") if p.strip()]
     impls = [i.strip() for i in args.impls.split(",") if i.strip()]
-    bad = sorted(set(parts) - set(PARTS)) + sorted(set(impls) - set(IMPLS))
+    island_impls = [i.strip() for i in args.island_impls.split(",") if i.strip()]
+    bad = (sorted(set(parts) - set(PARTS)) + sorted(set(impls) - set(IMPLS))
+           + sorted(set(island_impls) - set(ISLAND_IMPLS)))
     if bad:
         raise JaxplaceError(f"unknown part(s) or impl(s): {', '.join(bad)}",
-                            field="--parts/--impls")
+                            field="--parts/--impls/--island-impls")
+    shapes = [island_shape(t) for t in args.islands] if args.islands else [cfg["islands"]]
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     on_gpu = jax.default_backend() == "gpu"
@@ -392,11 +449,29 @@ def run(args) -> int:
     if "islands" in parts:
         count = args.suite_count or cfg["suite"]
         cpp = rec.get("suite", {}).get("cpp", {}).get("costs")
-        try:
-            rec["islands"] = islands_row(count, args.seed, cfg["islands"], cpp)
-        except Exception as exc:  # noqa: BLE001
-            rec["islands"] = dict(count=count, error=f"{type(exc).__name__}: {exc}")
-        save()
+        if cpp is None and "suite" not in parts:  # the yardstick of the cost column
+            rec["islands_cpp"] = cpp_costs(count, args.seed)
+            cpp = rec["islands_cpp"].get("costs")
+            save()
+        rec["islands"] = []
+        compiled = set()
+        for shape in shapes:
+            for impl in island_impls:
+                # one compiled program per (islands, population, migration, decoder)
+                program = (shape[0], shape[1], min(10, max(shape[2], 1)), impl)
+                try:
+                    row = islands_row(count, args.seed, shape, cpp, impl)
+                except Exception as exc:  # noqa: BLE001 - recorded, the next row runs
+                    row = dict(count=count, islands=shape[0], population=shape[1],
+                               generations=shape[2], impl=impl,
+                               error=f"{type(exc).__name__}: {exc}"[:300])
+                row["compiled_before"] = program in compiled
+                compiled.add(program)
+                rec["islands"].append(row)
+                print(f"islands {shape[0]}x{shape[1]}x{shape[2]} {impl}: "
+                      + (row.get("error") or f"warm {row['warm_s']:.1f} s, cost / C++ "
+                         f"{_f(row.get('cost_ratio'), '.4f')}"), flush=True)
+                save()
     rec["machine"]["load_end"] = list(os.getloadavg())
     save()
     print(markdown(rec))
@@ -404,8 +479,9 @@ def run(args) -> int:
     return 0
 
 
-__all__ = ["HELP", "SIZES", "add_arguments", "decoder_rows", "islands_row", "markdown",
-           "max_rel_error", "run", "suite_rows", "train_row"]
+__all__ = ["HELP", "ISLAND_IMPLS", "SIZES", "add_arguments", "decoder_rows", "island_shape",
+           "islands_markdown", "islands_row", "markdown", "max_rel_error", "run",
+           "suite_rows", "train_row"]
 
 
 def _main(argv=None) -> int:
