@@ -148,6 +148,24 @@ def test_second_sigint_exits_at_once(tmp_path, graphs):
     assert not out.exists() and not list(tmp_path.glob(".*.tmp"))
 
 
+def _wait_for_jaxplace(proc, timeout: float = 60.0) -> None:
+    """Wait until the child imports jaxplace (NumPy, its first compiled import, is
+    mapped; Linux), so that a test's delay counts from there: on a loaded machine a
+    Ctrl-C sent 0.5 s after the spawn can land before jaxplace runs at all, in the
+    launcher (killed: -2) or in Python's own start-up (its `site` import: "Fatal Python
+    error", exit 1), which no code of ours can handle."""
+    maps = f"/proc/{proc.pid}/maps"
+    end = time.monotonic() + timeout
+    while time.monotonic() < end and proc.poll() is None:
+        try:
+            with open(maps) as f:
+                if "_multiarray_umath" in f.read():
+                    return
+        except OSError:  # not Linux, or the process is gone: the plain delay
+            return
+        time.sleep(0.01)
+
+
 @pytest.mark.parametrize("delay", [
     0.5, 2.0,  # during imports and the start of the first compile
     pytest.param(5.0, marks=pytest.mark.heavy),  # compiling
@@ -163,6 +181,7 @@ def test_sigint_real_search(tmp_path, graphs, delay):
                              "--time-limit", "120", "-o", str(out)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=env)
+    _wait_for_jaxplace(proc)
     time.sleep(delay)
     rc, stdout, stderr, dt = _interrupt(proc)
     assert rc == 130 and dt < 3.0, (rc, dt, stderr)
@@ -173,6 +192,82 @@ def test_sigint_real_search(tmp_path, graphs, delay):
     else:
         assert not out.exists()
     assert not list(tmp_path.glob(".*.tmp"))
+
+
+# A Ctrl-C inside a garbage-collection callback (JAX's `_xla_gc_callback` runs at
+# allocations, hundreds of times while JAX imports): Python can only print a
+# KeyboardInterrupt raised there ("Exception ignored") and goes on.
+IN_GC = textwrap.dedent("""
+    import gc, signal, sys, time
+    from jaxplace.cli.main import interrupt_safely
+    if sys.argv[1] == "safe":
+        signal.signal(signal.SIGINT, interrupt_safely)
+    else:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+    def callback(phase, info):
+        if phase == "start" and not getattr(callback, "sent", False):
+            callback.sent = True
+            signal.raise_signal(signal.SIGINT)
+            for _ in range(1000):  # the handler runs here, inside the callback
+                pass
+
+    gc.callbacks.append(callback)
+    try:
+        gc.collect()
+        time.sleep(0.2)
+        print("ran on")
+    except KeyboardInterrupt:
+        print("KeyboardInterrupt outside the callback")
+""")
+
+
+@pytest.mark.parametrize("mode", ["safe", "default"])
+def test_ctrl_c_inside_a_gc_callback_is_not_lost(mode):
+    r = subprocess.run([sys.executable, "-c", IN_GC, mode], capture_output=True, text=True,
+                       timeout=60)
+    if mode == "default":  # what the command line had: the Ctrl-C is lost
+        assert r.returncode == 0 and "ran on" in r.stdout, (r.stdout, r.stderr)
+        assert "Exception ignored" in r.stderr
+    else:
+        assert r.returncode == 130, (r.returncode, r.stdout, r.stderr)
+        assert "jaxplace: interrupted" in r.stderr and "Exception ignored" not in r.stderr
+        assert "ran on" not in r.stdout
+
+
+def test_interrupt_safely_raises_where_python_can(tmp_path, monkeypatch):
+    """KeyboardInterrupt in plain code; exit at once in a gc callback, a finalizer and
+    a module's import."""
+    import importlib
+
+    from jaxplace.cli.main import _exit_at_once, interrupt_safely
+
+    assert not _exit_at_once(sys._getframe())
+    with pytest.raises(KeyboardInterrupt):
+        interrupt_safely(signal.SIGINT, sys._getframe())
+    seen = []
+
+    def callback(phase, info):
+        seen.append(_exit_at_once(sys._getframe()))
+
+    class Finalized:
+        def __del__(self):
+            seen.append(_exit_at_once(sys._getframe()))
+
+    import gc
+
+    gc.callbacks.append(callback)
+    try:
+        gc.collect()
+    finally:
+        gc.callbacks.remove(callback)
+    Finalized()
+    (tmp_path / "sigint_import_probe.py").write_text(
+        "import sys\nfrom jaxplace.cli.main import _exit_at_once\n"
+        "SEEN = _exit_at_once(sys._getframe())\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    seen.append(importlib.import_module("sigint_import_probe").SEEN)
+    assert len(seen) >= 3 and all(seen), seen
 
 
 # --- the runner in-process ---------------------------------------------------------------

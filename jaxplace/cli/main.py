@@ -175,6 +175,46 @@ def _many(argv: list[str]) -> bool:
     return graphs > 1
 
 
+def interrupt_safely(signum, frame) -> None:
+    """The command line's SIGINT handler once its own imports are done (a command's
+    `Runner` replaces it while it searches, and restores it): Python's
+    KeyboardInterrupt, except where raising one is unsafe; there the process prints
+    that it was interrupted and exits at once (130, `_exit_at_once`)."""
+    if _exit_at_once(frame):
+        import os
+
+        os.write(2, b"jaxplace: interrupted\n")
+        os._exit(EXIT_INTERRUPTED)
+    raise KeyboardInterrupt
+
+
+def _exit_at_once(frame) -> bool:
+    """Whether a Ctrl-C landing in `frame` must end the process instead of raising:
+
+    - inside a garbage-collection callback (JAX registers `_xla_gc_callback`, run at
+      allocations once jaxlib is imported, hundreds of times while JAX imports) or a
+      finalizer, Python only prints the exception ("Exception ignored") and goes on:
+      the Ctrl-C would be lost and the command run to its end;
+    - inside an import, the exception unwinds through the initialization of compiled
+      extension modules (jaxlib's), which then crash the process (SIGSEGV, SIGABRT)
+      instead of exiting 130.
+
+    Neither is the middle of writing a result: results go to a temporary file renamed
+    when complete, and the searching commands write theirs under their `Runner`,
+    whose handler only asks the search to stop (a temporary file that a command
+    without a `Runner` is writing at that moment stays)."""
+    import gc
+
+    callbacks = {getattr(cb, "__code__", None) for cb in gc.callbacks}
+    while frame is not None:
+        code = frame.f_code
+        if code in callbacks or code.co_name == "__del__" or \
+                code.co_filename.startswith("<frozen importlib._bootstrap"):
+            return True
+        frame = frame.f_back
+    return False
+
+
 def _main(argv: list[str] | None) -> int:
     import signal
     import threading
@@ -182,7 +222,7 @@ def _main(argv: list[str] | None) -> int:
     if threading.current_thread() is threading.main_thread() and \
             getattr(signal.getsignal(signal.SIGINT), "__name__", "") == \
             "_quiet_startup_interrupt":  # imports done: KeyboardInterrupt from here on
-        signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.signal(signal.SIGINT, interrupt_safely)
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv and argv[0] == "partition" and _many(argv[1:]):
         argv = ["partition-many", *argv[1:]]
