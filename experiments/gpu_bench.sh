@@ -15,8 +15,8 @@
 #
 # (the islands part runs the C++ peer alone for its cost column when the suite part
 # does not run, ~20 s; each row runs search_many twice, cold and warm; rows sharing a
-# program (islands, population, migration every min(10, G), decoder) compile once,
-# and are written as they finish, so a cut keeps the rows before; lanes rows are not
+# program (islands, population, decoder: here 4 programs) compile once; rows are
+# written as they finish, so a cut keeps the rows before; lanes rows are not
 # repeatable without DETERMINISTIC=1, fused rows should be).
 #
 # TOTAL (default 300 s) bounds the bench; under it the bench's own parts are written as
