@@ -121,6 +121,21 @@ def test_gpu_default_is_fused_where_it_applies(on_gpu):
                                rtol=FLOAT32_RTOL)
 
 
+def test_gpu_default_for_several_problems(on_gpu):
+    """`evaluate_graphs` (one Evaluator over stacked graphs) on a GPU: the fused kernel
+    vmapped over the graphs, chunked for all of them."""
+    from jaxplace.decoder import evaluate_graphs
+
+    probs = [plain_problem(4, n=9), plain_problem(5, n=12)]
+    ev = Evaluator(probs, window=None)
+    assert ev.impl == "fused" and ev.batching.chunk_size == fused_chunk_size(ev.spec, 2)
+    X = np.random.default_rng(4).random((2, 5, 12), dtype=np.float32)
+    got = evaluate_graphs(probs, X)
+    for i, p in enumerate(probs):
+        np.testing.assert_allclose(got[i], evaluate_reference(p, X[i, :, :p.n]),
+                                   rtol=FLOAT32_RTOL)
+
+
 def test_island_settings_by_platform():
     assert island_settings({}, "cpu") == CPU_ISLANDS and CPU_ISLANDS.impl == "lanes"
     assert island_settings({}, "gpu") == ACCELERATOR_ISLANDS
