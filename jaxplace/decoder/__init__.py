@@ -19,7 +19,7 @@ from jaxplace.decoder.evaluate import (
     evaluate_graphs,
     make_evaluator,
 )
-from jaxplace.decoder.evaluator import Evaluator
+from jaxplace.decoder.evaluator import AUTO_IMPL, Evaluator, resolve_impl
 from jaxplace.decoder.layout import DeviceGraph, Spec, device_graph, problem_spec, stack_graphs
 from jaxplace.decoder.scoring import (
     FLOAT32_RTOL,
@@ -43,6 +43,7 @@ from jaxplace.decoder.window import (
 _enable_compile_cache()
 
 __all__ = [
+    "AUTO_IMPL",
     "EVALUATORS",
     "FLOAT32_RTOL",
     "AdaptiveWindow",
@@ -63,6 +64,7 @@ __all__ = [
     "evaluate_graphs",
     "make_evaluator",
     "problem_spec",
+    "resolve_impl",
     "score",
     "score_graphs",
     "score_keys",

@@ -41,7 +41,7 @@ def islands_search(req) -> Result:
     if req.population_size is not None:
         opts["population"] = int(req.population_size)
     s = island_settings(opts)
-    s = replace(s, window=req.window if s.impl == "lanes" else None)
+    s = replace(s, window=req.window if s.impl in ("lanes", "auto") else None)
     m = prepare(p, 0, coupled=False)
     if req.seeds is not None and len(req.seeds):
         x = np.asarray(req.seeds[0], np.float32)[:p.n]
