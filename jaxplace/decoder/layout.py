@@ -234,9 +234,11 @@ def search_spec(problem: Problem, structure: dict | None = None,
                 exact.use_bad)
 
 
-#: Smallest padded degree width of `search_spec` (wider slots cost little next to
-#: the DP, and most DNN-like and REGAL graphs then share one width).
-DEGREE_FLOOR = 16
+#: Smallest padded degree width of `search_spec`: most REGAL-like graphs (in-degree
+#: 5-8) share one width, while every padded slot still costs gathers and scatters in
+#: the decoder (at 16 instead of 8 a search_many bucket scored 20-26% slower on the
+#: regal-time suite, bit-identical costs).
+DEGREE_FLOOR = 8
 
 
 def _padded_csr(ptr: np.ndarray, idx: np.ndarray, rows: int, width: int,
