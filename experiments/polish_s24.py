@@ -33,6 +33,10 @@ warm: a first tiny call compiles), then each result polished as `polish_result` 
 (thread CPU); final cost against the first budget's. Does a shorter search at k = 4
 lose what the polish gets back anyway?
 
+`starts`: other starts for `variants`: the k = 4 problems of the suite drawn with
+`--graph-seed` (other graphs), searched by search_many (seed 0, polish off), pickled
+to STARTS.
+
 `gil`: a polish on a second thread while this one counts in pure Python: the count per
 second against the count alone says whether HiGHS's run() releases the GIL.
 """
@@ -381,6 +385,8 @@ def phases(repeat: int) -> None:
 #: its parent act inside RENS's nested sub-MIPs too (where most of the time goes).
 VARIANTS: dict[str, dict] = {
     "base": {},
+    # the default before this session's change (presolve and node cuts back on)
+    "s23": {"presolve": "choose", "mip_allow_cut_separation_at_nodes": True},
     "nodecuts": {"mip_allow_cut_separation_at_nodes": False},
     "norrc": {"mip_heuristic_run_root_reduced_cost": False},
     "nofj": {"mip_heuristic_run_feasibility_jump": False},
@@ -394,6 +400,9 @@ VARIANTS: dict[str, dict] = {
     "nodecuts-norrc": {"mip_allow_cut_separation_at_nodes": False,
                        "mip_heuristic_run_root_reduced_cost": False},
     "sols2": {"mip_max_improving_sols": 2},
+    "nopre-sols2": {"presolve": "off", "mip_max_improving_sols": 2},
+    "nopre-sols3": {"presolve": "off", "mip_max_improving_sols": 3},
+    "nopre-nodecuts": {"presolve": "off", "mip_allow_cut_separation_at_nodes": False},
     # the cutoff below the start: only improvements of at least this share count
     "cut0.1%": {"_improve": 0.001},
     "cut0.5%": {"_improve": 0.005},
@@ -453,6 +462,21 @@ def variants(names: list[str]) -> None:
         print("    per problem CPU " + " ".join(f"{x:.2f}" for x in cpu)
               + " / ratio " + " ".join(f"{x:.4f}" for x in ratio), flush=True)
     print(f"load at the end {os.getloadavg()[0]:.2f}")
+
+
+def other_starts(graph_seed: int) -> None:
+    import jaxplace as jp
+    from jaxplace.bench.search_time import instances
+    from jaxplace.search.many import search_many
+
+    probs = [jp.Problem(g, k) for _, g, k in instances(30, [4, 8, 16], graph_seed) if k == 4]
+    t = time.perf_counter()
+    rs = search_many(probs, seed=0, polish=False)
+    print(f"{len(probs)} k = 4 problems of graph seed {graph_seed} searched in "
+          f"{time.perf_counter() - t:.1f} s; n = {[p.n for p in probs]}", flush=True)
+    with open(STARTS, "wb") as f:
+        pickle.dump([(p.graph, p.k, r.partition.assignment) for p, r in
+                     zip(probs, rs, strict=True)], f)
 
 
 def budgets(values: list[int]) -> None:
@@ -526,8 +550,10 @@ def gil() -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("what", choices=["suite", "phases", "gil", "variants", "budget"])
+    ap.add_argument("what", choices=["suite", "phases", "gil", "variants", "budget",
+                                     "starts"])
     ap.add_argument("--budgets", default="6000,3000,2000")
+    ap.add_argument("--graph-seed", type=int, default=1)
     ap.add_argument("--variants", default=",".join(VARIANTS))
     ap.add_argument("--passes", default="default,off")
     ap.add_argument("--repeat", type=int, default=1)
@@ -536,6 +562,8 @@ def main() -> None:
         suite(a.passes.split(","))
     elif a.what == "phases":
         phases(a.repeat)
+    elif a.what == "starts":
+        other_starts(a.graph_seed)
     elif a.what == "budget":
         budgets([int(v) for v in a.budgets.split(",")])
     elif a.what == "variants":
