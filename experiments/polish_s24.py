@@ -1,7 +1,7 @@
 """Where the k <= 4 MIP polish of search_many's warm pass spends its time (issue 51,
 session 24), and what its seconds cost the warm wall.
 
-    python experiments/polish_s24.py suite [--passes default,off]   # warm passes, timeline
+    python experiments/polish_s24.py suite [--passes default,off,s23]   # warm passes, timeline
     python experiments/polish_s24.py phases [--repeat 1]            # per-phase split
     python experiments/polish_s24.py gil                            # does HiGHS hold the GIL?
     python experiments/polish_s24.py variants --variants base,nodecuts,...  # HiGHS options
@@ -54,6 +54,7 @@ import time
 import numpy as np
 
 STARTS = os.environ.get("POLISH_S24_STARTS", "/tmp/h2_s24_starts.pkl")
+NEW_OPTIONS: dict = {}
 
 
 def suite_problems():
@@ -182,6 +183,10 @@ class Runnable:
 
 
 def suite(passes: list[str]) -> None:
+    global NEW_OPTIONS
+    from jaxplace.objectives.throughput.polish import POLISH_HIGHS_OPTIONS
+
+    NEW_OPTIONS = dict(POLISH_HIGHS_OPTIONS)
     from jaxplace.search.many import search_many
 
     probs = suite_problems()
@@ -192,7 +197,12 @@ def suite(passes: list[str]) -> None:
     print(f"first call (compiles) {time.perf_counter() - t:.1f} s", flush=True)
     for name in passes:
         rec.reset()
-        kw = {"off": {"polish": False}, "default": {}}[name]
+        kw = {"off": {"polish": False}, "default": {}, "s23": {}}[name]
+        # "s23": the polish's HiGHS options before this session (presolve, node cuts on)
+        import jaxplace.objectives.throughput.polish as polish_mod
+
+        polish_mod.POLISH_HIGHS_OPTIONS = {**NEW_OPTIONS, **(
+            VARIANTS["s23"] if name == "s23" else {})}
         load0 = os.getloadavg()[0]
         w, c = time.perf_counter(), time.process_time()
         with Runnable() as busy:
