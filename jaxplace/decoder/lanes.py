@@ -226,14 +226,18 @@ def ordered(x: jnp.ndarray) -> jnp.ndarray:
     (floats propagated it).
     """
     it = jnp.int64 if x.dtype == jnp.float64 else jnp.int32
-    bits = lax.bitcast_convert_type(x + 0, it)  # + 0 turns -0.0 into +0.0
-    return bits ^ ((bits >> (jnp.iinfo(it).bits - 1)) & jnp.iinfo(it).max)
+    return _flip(lax.bitcast_convert_type(x + 0, it))  # + 0 turns -0.0 into +0.0
 
 
 def unordered(k: jnp.ndarray, dtype) -> jnp.ndarray:
     """The floats of `ordered` integers."""
-    return lax.bitcast_convert_type(k ^ ((k >> (jnp.iinfo(k.dtype).bits - 1))
-                                         & jnp.iinfo(k.dtype).max), dtype)
+    return lax.bitcast_convert_type(_flip(k), dtype)
+
+
+def _flip(bits: jnp.ndarray) -> jnp.ndarray:
+    """Negative floats' bits with all but the sign flipped (an involution): sign and
+    magnitude become two's-complement order."""
+    return bits ^ ((bits >> (jnp.iinfo(bits.dtype).bits - 1)) & jnp.iinfo(bits.dtype).max)
 
 
 def _segments(spec: Spec, g: DeviceGraph, cr: dict, x: dict, r, win, base, ell, lane):

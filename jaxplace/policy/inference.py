@@ -64,9 +64,10 @@ class Policy:
     @cached_property
     def numpy_weights(self) -> dict:
         """The parameters as flat float64 NumPy arrays, converted once per policy."""
-        if self._weights is not None:
-            return numpy_forward.float64_weights(self._weights)
-        return numpy_forward.flat_weights(self.params)
+        flat = self._weights
+        if flat is None:
+            flat = ck._flat(nnx.to_pure_dict(self.params))
+        return numpy_forward.float64_weights(flat)
 
 
 def default_policy_path(name: str = DEFAULT_POLICY) -> Path:
@@ -96,10 +97,6 @@ def _forward(graphdef, params, inputs):
     return pure_apply(graphdef)(params, inputs)
 
 
-def _numpy_forward(policy: Policy, f: F.Featurized) -> tuple[np.ndarray, np.ndarray]:
-    return numpy_forward.forward(policy.config, policy.numpy_weights, f)
-
-
 def node_distribution(policy: Policy, problem: Problem,
                       anchor: float = 0.0) -> dict[str, np.ndarray]:
     """Per-node Gaussian parameters for `problem`: {"mean", "log_std"}, each (n,)
@@ -117,7 +114,7 @@ def node_distribution(policy: Policy, problem: Problem,
     f = F.featurize(problem, anchor=bool(policy.config.dfs_anchor))
     n = problem.n
     if numpy_forward.supported(policy.config):
-        mean, log_std = _numpy_forward(policy, f)
+        mean, log_std = numpy_forward.forward(policy.config, policy.numpy_weights, f)
     else:
         mean, log_std = _forward(policy.graphdef, policy.params, F.pad(f, f.coarse_sizes))
     mean = np.asarray(mean, np.float32)[:n]

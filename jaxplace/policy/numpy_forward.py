@@ -64,23 +64,6 @@ def float64_weights(flat: dict) -> dict[str, np.ndarray]:
     return {k: np.asarray(v, np.float64) for k, v in flat.items()}
 
 
-def flat_weights(params) -> dict[str, np.ndarray]:
-    """{"layers/0/fwd/kernel": float64 array, ...} from a model's `nnx.State`."""
-    from flax import nnx
-
-    out: dict = {}
-
-    def walk(tree, prefix):
-        for k, v in tree.items():
-            if isinstance(v, dict):
-                walk(v, f"{prefix}{k}/")
-            else:
-                out[f"{prefix}{k}"] = v
-
-    walk(nnx.to_pure_dict(params), "")
-    return float64_weights(out)
-
-
 @contextmanager
 def one_blas_thread():
     """Matrix products of this thread on one BLAS thread while inside.
@@ -162,7 +145,7 @@ def _mean_of(values: np.ndarray, plan: tuple) -> np.ndarray:
 def forward(config: ModelConfig, w: dict[str, np.ndarray], f: Featurized
             ) -> tuple[np.ndarray, np.ndarray]:
     """(mean, log_std), each (n,) float32, of the model `config` with weights `w`
-    (`flat_weights`) on the featurized graph `f` (`jaxplace.policy.features`)."""
+    (`float64_weights`) on the featurized graph `f` (`jaxplace.policy.features`)."""
     if not supported(config):
         raise ValueError("the NumPy forward pass has no attention blocks")
     with one_blas_thread():
@@ -202,5 +185,5 @@ def _forward(c: ModelConfig, w: dict, f: Featurized) -> tuple[np.ndarray, np.nda
     return mean.astype(np.float32), log_std.astype(np.float32)
 
 
-__all__ = ["LAYER_NORM_EPS", "flat_weights", "float64_weights", "forward", "one_blas_thread",
+__all__ = ["LAYER_NORM_EPS", "float64_weights", "forward", "one_blas_thread",
            "parameter_shapes", "supported"]
