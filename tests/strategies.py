@@ -150,3 +150,41 @@ def one_partition_result(objective, req, assignment):
     part = Partition(np.arange(req.problem.n), (), assignment, cost)
     return Result(cost, part, np.zeros(req.problem.n, np.float32), 1, 0.0,
                   History.empty(), "default", req.lower_bound)
+
+
+@st.composite
+def tiny_all_options_problems(draw, max_nodes: int = 5, cluster: bool = True):
+    """Every option of an identical-device problem at once: several (overlapping)
+    tensors per op, overflow, hard capacity, bandwidth, CPU blocks and CPU-only ops,
+    colocation classes, backward nodes (forward-only contiguity, orphans included),
+    and, with `cluster`, k given by a uniform cluster instead of an integer."""
+    n = draw(st.integers(1, max_nodes))
+    perm = draw(st.permutations(range(n)))
+    pairs = [(perm[i], perm[j]) for i in range(n) for j in range(i + 1, n)]
+    edges = [e for e in pairs if draw(st.booleans())] if pairs else []
+    tensors = []
+    for u in range(n):
+        cons = sorted({v for a, v in edges if a == u})
+        cut = draw(st.integers(0, len(cons)))
+        for part in (cons[:cut], cons[max(0, cut - 1):]):
+            if part:
+                tensors.append((u, draw(weight), part))
+    attrs = {
+        "cpu_latency": np.array([draw(weight) * 3 for _ in range(n)]),
+        "supported_on_accel": np.array([draw(st.integers(0, 4)) > 0 for _ in range(n)]),
+        "color_class": np.array([draw(st.integers(-1, 3)) for _ in range(n)]),
+        "is_backward": np.array([draw(st.integers(0, 2)) == 0 for _ in range(n)]),
+    }
+    g = jp.CompGraph([draw(weight) for _ in range(n)], edges,
+                     [draw(weight) for _ in range(n)], tensors=tensors, node_attrs=attrs)
+    k = draw(st.integers(1, 3))
+    cpus = draw(st.integers(0, 1))
+    common = dict(bandwidth=draw(st.sampled_from([0.5, 1.0, 2.0])),
+                  memory=draw(st.one_of(st.none(), weight)),
+                  capacity=draw(st.one_of(st.none(), st.integers(2, 12).map(float))),
+                  cpus=cpus)
+    if cluster and draw(st.booleans()):
+        from jaxplace.cluster import uniform_cluster
+
+        return jp.Problem(g, cluster=uniform_cluster(k), **common)
+    return jp.Problem(g, k, **common)
