@@ -201,3 +201,20 @@ def test_bench_gpu_islands_part():
                                                  devices=1, jax="0", host="h", cpus=2,
                                                  load=[0.0, 0, 0]), islands=rec))
     assert 'mode="islands"' in md and "bit for bit: True" in md
+
+
+def test_polishes_side_by_side_equal_one_at_a_time(monkeypatch):
+    """The members' MIP polishes run on a thread pool; node limits make the answers
+    the pool's size does not change (os.cpu_count 1: one after another)."""
+    from jaxplace.search.many import islands_mode
+
+    probs = problems()
+    side = run(probs, polish=True)
+    assert any("polish" in r.info for r in side)
+    monkeypatch.setattr(islands_mode.os, "cpu_count", lambda: 1)
+    serial = run(probs, polish=True)
+    for a, b in zip(side, serial, strict=True):
+        assert a.cost == b.cost
+        assert np.array_equal(a.partition.assignment, b.partition.assignment)
+        assert a.info.get("polish", {}).get("decoded") == b.info.get("polish", {}).get(
+            "decoded")
