@@ -4,20 +4,15 @@
 #
 #   run(command="bash experiments/gpu_bench.sh 380", timeout_s=560, carry=[".whl"])
 #
-# The next lending (after the H200 run of 2026-11-27, experiments/gpu.md): its first
-# question is the island search's budget and decoder (fused is now the GPU default
-# and was never run inside the islands; the default budget spent ~336,000 evaluations
-# per problem for the cost the CPU reaches at ~6,000). One call sweeps both:
+# The next lending (after the fourth lending, session 25, experiments/gpu.md): the
+# islands sweep ran (fused repeats bit for bit inside the islands; the warm wall was
+# the k <= 4 MIP polish run one problem after another, ~15 s of 19 s). The polishes
+# of a group now run side by side on the host's cores; first call, the suite part
+# with the library's defaults (fused islands, default budget, polish pool):
 #
-#   run(command="PARTS=islands ISLANDS='4x1024x5 4x1024x10 4x1024x20 4x256x20' "
-#       "ISLAND_IMPLS=fused,lanes ISLANDS_CHECK_S=0 bash experiments/gpu_bench.sh 430",
-#       timeout_s=520, carry=[".whl"])
-#
-# (the islands part runs the C++ peer alone for its cost column when the suite part
-# does not run, ~20 s; each row runs search_many twice, cold and warm; rows sharing a
-# program (islands, population, decoder: here 4 programs) compile once; rows are
-# written as they finish, so a cut keeps the rows before; lanes rows are not
-# repeatable without DETERMINISTIC=1, fused rows should be).
+#   run(command="PARTS=suite,islands ISLANDS='4x1024x20' ISLAND_IMPLS=fused "
+#       "ISLANDS_CHECK_S=0 bash experiments/gpu_bench.sh 330", timeout_s=420,
+#       carry=[".whl"])
 #
 # TOTAL (default 300 s) bounds the bench; under it the bench's own parts are written as
 # they finish, so a timeout keeps the parts done before. Keep timeout_s above TOTAL and
