@@ -109,6 +109,9 @@ def _topo_rank(A: int, pred_ptr: np.ndarray, pred_idx: np.ndarray) -> np.ndarray
 
 def build_model(problem: Problem, merge: bool = True) -> Model:
     """The `Model` of `problem` (see the module doc)."""
+    # BB&R's bounds and checks are the identical-device model's: elsewhere they would
+    # be false proofs
+    problem.objective_impl.require("identical_devices", field="problem")
     atoms = build_atoms(problem, merge=merge)
     A = atoms.num_atoms
     rank = _topo_rank(A, atoms.pred_ptr, atoms.pred_idx)

@@ -373,6 +373,9 @@ def solve_ideals(problem: Problem, upper_bound: float | None = None, *, partitio
             fits `max_ideals` (else status "gap"); "relax" stops after the relaxation;
             "full" enumerates the ideals with the orphans as isolated atoms.
     """
+    # its optimum is the identical-device model's: on another objective it would be a
+    # false proof
+    problem.objective_impl.require("identical_devices", field="problem")
     if orphans not in ORPHAN_MODES:
         raise JaxplaceError(f"must be one of {', '.join(ORPHAN_MODES)}, got {orphans!r}",
                             field="orphans")
