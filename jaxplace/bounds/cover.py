@@ -35,6 +35,7 @@ import highspy
 import numpy as np
 
 from jaxplace.bounds.base import BoundContext, MethodResult, skipped, unmodelled
+from jaxplace.bounds.cover_pricing import ConvexPricer
 from jaxplace.cost import quotient_order, throughput_lower_bound
 from jaxplace.highs import INF, SCHEDULER, set_option, solve_arrays
 from jaxplace.problem import Problem
@@ -432,6 +433,27 @@ class _LocalSearch:
         return found
 
 
+class _Hybrid:
+    """Branch and bound first (`ConvexPricer`, at most `bnb_time` seconds), the pricing
+    MIP only when it neither ends (an exact theta) nor finds a set above target. Both
+    thetas are upper bounds on the maximum (or on the floor), so the least is kept."""
+
+    def __init__(self, bnb: ConvexPricer, mip: _Pricer, bnb_time: float):
+        self.bnb, self.mip, self.bnb_time = bnb, mip, bnb_time
+
+    def solve(self, pi: np.ndarray, z: float, target: float, time_limit: float):
+        t0 = time.perf_counter()
+        floor = max(float(target) * (1 - 1e-9), 1.0)
+        theta, found, _, ended = self.bnb.search(pi, z, floor,
+                                                 min(self.bnb_time, time_limit), 1)
+        sets = [self.bnb.nodes_of(S) for S, _ in found]
+        if ended or sets:
+            return theta, sets
+        theta_mip, more = self.mip.solve(pi, z, target,
+                                         time_limit - (time.perf_counter() - t0))
+        return min(theta, theta_mip), sets + more
+
+
 def _price(pricer: _Pricer, pool: _Pool, pi, z, target, deadline):
     """One pricing solve; its sets join the pool. Returns (theta, the sets found)."""
     remaining = deadline - time.perf_counter()
@@ -551,6 +573,10 @@ class CoverConfig:
         rtol: stop when hi - lo <= rtol * hi.
         orders: random topological orders whose maximal segments seed the pool.
         seed: random orders and HiGHS seed.
+        pricing: "bnb" (`cover_pricing.ConvexPricer`, branch and bound over convex
+            unions of units, no solver), "mip" (the HiGHS pricing MIP) or "hybrid"
+            (branch and bound for at most `bnb_time` seconds, then the MIP).
+        bnb_time: the branch and bound's share of a hybrid pricing (seconds).
     """
 
     convex: bool = True
@@ -563,6 +589,8 @@ class CoverConfig:
     rtol: float = 1e-3
     orders: int = 4
     seed: int = 0
+    pricing: str = "mip"
+    bnb_time: float = 1.0
 
 
 def _seed_pool(pool: _Pool, problem: Problem, z: float, orders: list) -> None:
@@ -603,6 +631,10 @@ def cover_bound(problem: Problem, lo: float, hi: float, *, assignment=None,
     orders = _orders(problem, assignment, config.orders, config.seed)
     pricer = _Pricer(problem, max(throughput_lower_bound(problem), 1e-12), config.seed,
                      config.convex)
+    if config.convex and config.pricing == "bnb":
+        pricer = ConvexPricer(problem)
+    elif config.convex and config.pricing == "hybrid":
+        pricer = _Hybrid(ConvexPricer(problem), pricer, config.bnb_time)
     local = _LocalSearch(problem) if config.local and (
         problem.graph.units.num_units == problem.n) else None
     tests: list[ZTest] = []
