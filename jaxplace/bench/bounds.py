@@ -12,6 +12,11 @@ runs the ladder (default: the MIP rungs and BB&R) on the ONNX models of the test
 (`bench.bounds_onnx`) and checks every bound against the DP's optimum where the ideals
 fit the DP; `--suite dnn` reports the exact MIP on the DNN-like generator examples (gap
 and time to proven optimality).
+
+The rungs run as a ladder, each from the bound and partition before it (the exact MIP
+with z at least that bound, BB&R climbing from it), so a later rung's column and share
+proven include the earlier rungs' work: to compare rungs apart, run them in separate
+`--methods` lists sharing one `--upper-cache`.
 """
 
 from __future__ import annotations
