@@ -222,23 +222,28 @@ def search_spec(problem: Problem, structure: dict | None = None,
     """A coarser Spec than `problem_spec`, for compiled search programs: a program
     compiled for it serves every graph of its class (far fewer compiles over a stream
     of graphs, at up to 1/steps of padding). Units in `steps` buckets per doubling,
-    tensors at least as many as units, degree widths at least DEGREE_FLOOR and powers
-    of two, k rounded up to a power of two (the DP reads the real k from the data, so
-    the extra table rows are never used)."""
+    tensors at least as many as units, event slots and successors powers of two at
+    least DEGREE_FLOOR and SUCCESSOR_FLOOR, k rounded up to a power of two (the DP
+    reads the real k from the data, so the extra table rows are never used). None of
+    this changes a cost: padded slots, successors and rows are ignored by the
+    decoder."""
     exact = problem_spec(problem, structure)
     N = coarse(exact.N, steps)
     NX = coarse(exact.NX, steps) if exact.NX else 0
     return Spec(N, max(coarse(exact.T, steps), N), max(pow2(exact.D), DEGREE_FLOOR),
-                max(pow2(exact.S), DEGREE_FLOOR), min(pow2(exact.K), N), exact.use_param,
-                min(pow2(exact.C), N) if exact.C else 0, max(NX, N) if NX else 0,
-                exact.use_bad)
+                max(pow2(exact.S), SUCCESSOR_FLOOR), min(pow2(exact.K), N),
+                exact.use_param, min(pow2(exact.C), N) if exact.C else 0,
+                max(NX, N) if NX else 0, exact.use_bad)
 
 
-#: Smallest padded degree width of `search_spec`: most REGAL-like graphs (in-degree
-#: 5-8) share one width, while every padded slot still costs gathers and scatters in
-#: the decoder (at 16 instead of 8 a search_many bucket scored 20-26% slower on the
-#: regal-time suite, bit-identical costs).
+#: Smallest padded event-slot width of `search_spec`: most REGAL-like graphs (in-degree
+#: 5-8) share one width, while every padded slot costs gathers and scatters in the
+#: decoder's per-position transfer ranges (at 16 instead of 8, 20-40% more CPU a step).
 DEGREE_FLOOR = 8
+#: Smallest padded successor width: successors are one scatter a position in Kahn's
+#: loop, so 16 instead of 8 costs 0-10% a step, and graphs whose out-degree is 9-16
+#: share the class of those under 8 (regal-time suite: 22 -> 18 programs).
+SUCCESSOR_FLOOR = 16
 
 
 def _padded_csr(ptr: np.ndarray, idx: np.ndarray, rows: int, width: int,

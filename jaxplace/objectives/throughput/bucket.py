@@ -70,13 +70,33 @@ def old_path_reason(req: SearchRequest) -> str | None:
     return None
 
 
+#: DP table rows of a one-problem bucket at k > 4 (k = 5..16 share one class): at
+#: k = 8 the search steps cost 30-40% more CPU at 16 rows, while a program costs
+#: about ten CPU seconds of XLA, and per graph the k = 8 and k = 16 searches of equal
+#: N and window then share one (regal-time suite: 18 -> 15 programs). search_many
+#: keeps k's own power of two: its buckets are bounded (MAX_PROGRAMS) and it weighs
+#: merges by padded work.
+K_ROWS_FLOOR = 16
+
+
+def solo_bucket(cls: tuple):
+    """The one-problem bucket of jp.search for a problem of `problem_class` `cls`."""
+    from dataclasses import replace
+
+    from jaxplace.search.many.buckets import plan_buckets
+
+    b = plan_buckets([cls])[0]
+    if b.spec.K <= 4:
+        return b
+    return replace(b, spec=replace(b.spec, K=min(max(b.spec.K, K_ROWS_FLOOR), b.spec.N)))
+
+
 def program_key(problem) -> tuple:
     """(padded Spec, block window): what this path's compiled program for `problem`
     depends on (`jaxplace warmup` plans one search per distinct key)."""
     from jaxplace.search.many.api import prepare
-    from jaxplace.search.many.buckets import plan_buckets
 
-    b = plan_buckets([prepare(problem, 0, coupled=False).cls])[0]
+    b = solo_bucket(prepare(problem, 0, coupled=False).cls)
     return b.spec, b.window
 
 
@@ -85,7 +105,6 @@ def bucket_search(req: SearchRequest):
     from jaxplace.objectives.throughput.polish import POLISH_MAX_TIME
     from jaxplace.progress import bar
     from jaxplace.search.many.api import ManySettings, prepare
-    from jaxplace.search.many.buckets import plan_buckets
     from jaxplace.search.many.run import BucketRun
     from jaxplace.search.request import finish
     from jaxplace.search.result import History
@@ -102,7 +121,7 @@ def bucket_search(req: SearchRequest):
         brkga_patience=opt.get("brkga_patience"), patience=opt.get("patience"),
         polish_max_time=None if limit is None else POLISH_MAX_TIME)
     cancel = threading.Event()  # ours: Ctrl-C sets it, never the user's event
-    run = BucketRun([prep], plan_buckets([prep.cls])[0], settings, cancel)
+    run = BucketRun([prep], solo_bucket(prep.cls), settings, cancel)
     brkga_name = "policy+brkga" if coupled else "brkga"
     info: dict = {}
     if coupled:
@@ -171,4 +190,5 @@ def _reporter(req: SearchRequest, pb, brkga_name: str, cancel: threading.Event):
     return report
 
 
-__all__ = ["OPTIONS", "SEARCH_PATH", "bucket_search", "old_path_reason", "program_key"]
+__all__ = ["K_ROWS_FLOOR", "OPTIONS", "SEARCH_PATH", "bucket_search", "old_path_reason",
+           "program_key", "solo_bucket"]
