@@ -12,11 +12,16 @@ S = {s1 < ... < sm} is convex exactly when no added unit has an ancestor that is
 left-out descendant of an earlier one, so every convex set is reached once, from the
 empty set, by one path. Along that path the cost only rises: the work and the overflow
 grow, and a tensor touched by S with an end already left out is paid for good. So a
-node's bound is its profit plus the fractional knapsack (profit over work) of the
-positive-profit units after it within z minus that cost, looked up in per-suffix
-tables. Nothing is pruned that could hold a set above the floor, so a search that ends
-is exact; one stopped by its time limit still returns a valid upper bound: the bound of
-every subtree it left unexplored. Sets are Python ints used as bitsets.
+node's bound is its profit plus a fractional knapsack of the units after it within z
+minus that cost: first on work alone (per-suffix tables), then, when the node reaches
+the top of the heap, with the transfers its units must pay. The search is best first,
+so nothing is pruned that could hold a set above the floor (a search that ends is
+exact) and one stopped by its time limit still returns a valid upper bound: the heap's
+top. Sets are Python ints used as bitsets.
+
+Measured against the pricing MIP on REGAL-like graphs of 79-186 ops (same duals): the
+MIP finds columns and proves bounds faster there (1.07-1.56x tighter after 10 s);
+this search is exact and solver-free, not faster.
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ import numpy as np
 
 from jaxplace.problem import Problem
 
-CHECK_EVERY = 256  # nodes between two clock reads
+CHECK_EVERY = 16  # expansions between two clock reads
 
 
 def _topo_rank(U: int, ptr: np.ndarray, idx: np.ndarray) -> np.ndarray:
@@ -159,7 +164,7 @@ class ConvexPricer:
 
         Returns:
             (theta: an upper bound on max(floor, the maximum), list of (bitset, profit)
-            found in increasing profit, nodes searched, whether the search ended).
+            found in increasing profit, heap pops, whether the search ended).
         """
         deadline = time.perf_counter() + max(time_limit, 0.0)
         U = self.U
@@ -167,6 +172,8 @@ class ConvexPricer:
         tables = self._tables(p)
 
         def knap(j: int, cap: float) -> float:
+            if cap < 0:
+                return -math.inf
             cw, cp, ws, ps = tables[j]
             i = bisect_right(cw, cap)
             val = cp[i - 1] if i else 0.0
@@ -244,7 +251,7 @@ class ConvexPricer:
             if -neg <= floor or len(found) >= max_sets:
                 break
             nodes += 1
-            if nodes % 16 == 0 and time.perf_counter() > deadline:
+            if nodes % CHECK_EVERY == 0 and time.perf_counter() > deadline:
                 break
             heapq.heappop(heap)
             if not tight:
