@@ -391,7 +391,14 @@ def slice_lanes(spec: Spec, g: DeviceGraph, order: jnp.ndarray,
 def score_prio(spec: Spec, g: DeviceGraph, prio: jnp.ndarray,
                window: int | None = None) -> jnp.ndarray:
     """(P,) bottleneck costs for (P, N) unit priorities (float or integer keys)."""
-    return slice_lanes(spec, g, kahn_lanes(spec, g, sortable(prio.T, g.n)), window)
+    return score_prio_orders(spec, g, prio, window)[0]
+
+
+def score_prio_orders(spec: Spec, g: DeviceGraph, prio: jnp.ndarray,
+                      window: int | None = None) -> tuple[jnp.ndarray, jnp.ndarray]:
+    """((P,) costs, (N, P) int32 Kahn orders of units) for (P, N) unit priorities."""
+    order = kahn_lanes(spec, g, sortable(prio.T, g.n))
+    return slice_lanes(spec, g, order, window), order
 
 
 def score_keys(spec: Spec, g: DeviceGraph, keys: jnp.ndarray) -> jnp.ndarray:

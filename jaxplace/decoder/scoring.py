@@ -88,6 +88,14 @@ def score(spec: Spec, g: DeviceGraph, X: jnp.ndarray, *, impl: str = IMPL,
     return score_keys(spec, g, keys, impl=impl)
 
 
+def score_orders(spec: Spec, g: DeviceGraph, X: jnp.ndarray, *,
+                 window: int | None = None) -> tuple[jnp.ndarray, jnp.ndarray]:
+    """`score` (the lanes decoder) and the (N, P) int32 Kahn orders of units it sliced:
+    order[:, p] is `kahn_one` of candidate p, for a caller that needs the order of a
+    scored candidate without a second Kahn in its program."""
+    return lanes.score_prio_orders(spec, g, unit_priorities(spec, g, X), window)
+
+
 def score_graphs(spec: Spec, graphs: DeviceGraph, X: jnp.ndarray, *,
                  impl: str = IMPL) -> jnp.ndarray:
     """(G, P) costs for a stack of G graphs (`stack_graphs`) and (G, P, spec.width) X.
@@ -100,5 +108,5 @@ def score_graphs(spec: Spec, graphs: DeviceGraph, X: jnp.ndarray, *,
 
 
 __all__ = ["FLOAT32_RTOL", "IMPL", "IMPLS", "check_impl", "score", "score_graphs",
-           "score_keys", "score_one", "score_one_keys",
+           "score_keys", "score_one", "score_one_keys", "score_orders",
            "unit_priorities"]

@@ -15,6 +15,7 @@ population returned by `ask` is laid out as [elites (best first), mutants, offsp
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import jax
@@ -38,6 +39,19 @@ class Params(BaseParams):
     elite_fraction: float  # share of the population copied unchanged (>= 1 member)
     mutant_fraction: float  # share replaced by fresh uniform random keys
     rho: float  # probability that a child's gene comes from its elite parent
+
+
+def flat_draw(sample: Callable, key: jax.Array, shape: tuple, **kwargs) -> jax.Array:
+    """`sample(key, shape=shape, **kwargs)` (a jax.random sampler) drawn as one flat
+    vector and reshaped: the same numbers, since element i of a draw comes from counter
+    i, its row-major index; arguments of `shape` (e.g. randint's maxval) are flattened
+    alike. XLA:CPU compiles the threefry hash over a 1-D array in about half the time
+    of an n-D one, and the hashes are most of the compile of BRKGA's ask and of the
+    local search's neighbours."""
+    size = math.prod(shape)
+    flat = {k: jnp.reshape(a, size) if getattr(a, "shape", None) == tuple(shape) else a
+            for k, a in kwargs.items()}
+    return sample(key, shape=(size,), **flat).reshape(shape)
 
 
 class BRKGA(PopulationBasedAlgorithm):
@@ -102,9 +116,9 @@ class BRKGA(PopulationBasedAlgorithm):
         # element (j, i) comes from counter j * pop + i, so a real gene's draw does not
         # depend on the padded width n (a problem searched alone or padded wider in a
         # search_many bucket draws the same numbers)
-        from_elite = jax.random.uniform(k_gene, (n, pop)).T < params.rho
+        from_elite = flat_draw(jax.random.uniform, k_gene, (n, pop)).T < params.rho
         child = jnp.where(from_elite, ranked[elite_parent], ranked[other_parent])
-        mutant = jax.random.uniform(k_mut, (n, pop), dtype=ranked.dtype).T
+        mutant = flat_draw(jax.random.uniform, k_mut, (n, pop), dtype=ranked.dtype).T
         population = jnp.where((row < ne)[:, None], ranked,
                                jnp.where((row < ne + nm)[:, None], mutant, child))
         return population, state
@@ -115,4 +129,4 @@ class BRKGA(PopulationBasedAlgorithm):
         return state.replace(population=population, fitness=fitness)
 
 
-__all__ = ["BRKGA", "Params", "State"]
+__all__ = ["BRKGA", "Params", "State", "flat_draw"]

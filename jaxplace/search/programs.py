@@ -22,7 +22,7 @@ decoder ignores.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, partial
 from typing import Any, Protocol
 
 import jax
@@ -34,8 +34,9 @@ from flax import struct
 
 from jaxplace.decoder.kahn import kahn_one, positions, priority_keys
 from jaxplace.decoder.layout import Spec, bucket
-from jaxplace.decoder.scoring import score, unit_priorities
+from jaxplace.decoder.scoring import score, score_orders, unit_priorities
 from jaxplace.problem import Problem
+from jaxplace.search.brkga import flat_draw
 
 # -- fitness --------------------------------------------------------------------------
 
@@ -315,8 +316,11 @@ class ShiftSearch:
         return self.batch
 
     def canonical(self, data, x):
+        return self.canonical_order(data, orders_of(self.spec, data.g, x[None])[0])
+
+    def canonical_order(self, data, order):
+        """The canonical form of the candidate whose Kahn order of units is `order`."""
         g = data.g
-        order = orders_of(self.spec, g, x[None])[0]
         u = order_priorities(order, self.spec.N, g.n)  # (N,) per unit
         if not self.spec.NX:
             return u
@@ -332,23 +336,25 @@ class ShiftSearch:
         n = data.nn  # () int32 real number of nodes
         k_v, k_u, k_s, k_on, k_nb, k_j = jax.random.split(key, 6)
         shape = (P, self.moves)
-        v = jax.random.randint(k_v, shape, 0, n)
+        # every draw flat (`flat_draw`: the same numbers, half the compile)
+        randint = partial(flat_draw, jax.random.randint, shape=shape, minval=0)
+        coin = partial(flat_draw, jax.random.bernoulli, shape=shape, p=0.5)
+        v = randint(k_v, maxval=n)
         nbr, deg = data.nbr  # (N, Dn) int32 undirected neighbours, (N,) int32 degree
-        j = jax.random.randint(k_j, shape, 0, jnp.maximum(deg[v], 1))
-        near = jax.random.bernoulli(k_nb, 0.5, shape) & (deg[v] > 0)
-        u = jnp.where(near, nbr[v, j], jax.random.randint(k_u, shape, 0, n))
+        j = randint(k_j, maxval=jnp.maximum(deg[v], 1))
+        near = coin(k_nb) & (deg[v] > 0)
+        u = jnp.where(near, nbr[v, j], randint(k_u, maxval=n))
         if self.focus > 0:
             pool, cnt = data.pool
             k_f, k_a, k_b = jax.random.split(k_j, 3)
             foc = (jnp.arange(P) < round(self.focus * P))[:, None] & (cnt > 1)
-            v = jnp.where(foc, pool[jax.random.randint(k_a, shape, 0, jnp.maximum(cnt, 1))],
-                          v)
-            pu = pool[jax.random.randint(k_b, shape, 0, jnp.maximum(cnt, 1))]
-            j = jax.random.randint(k_f, shape, 0, jnp.maximum(deg[v], 1))
+            v = jnp.where(foc, pool[randint(k_a, maxval=jnp.maximum(cnt, 1))], v)
+            pu = pool[randint(k_b, maxval=jnp.maximum(cnt, 1))]
+            j = randint(k_f, maxval=jnp.maximum(deg[v], 1))
             u = jnp.where(foc, jnp.where(near, nbr[v, j], pu), u)
         # half the canonical spacing 1 / (real units): independent of the padding
-        side = jnp.where(jax.random.bernoulli(k_s, 0.5, shape), 0.5, -0.5) / data.g.n
-        on = jax.random.bernoulli(k_on, 0.5, shape).at[:, 0].set(True)
+        side = jnp.where(coin(k_s), 0.5, -0.5) / data.g.n
+        on = coin(k_on).at[:, 0].set(True)
         X = jnp.broadcast_to(x, (P, N))
         rows = jnp.arange(P)[:, None]
         if not self.spec.NX:
@@ -364,10 +370,12 @@ class ShiftSearch:
         x, fx = carry
         X = self.neighbours(data, x, key)
         X = X.at[0].set(jnp.where(jnp.isinf(fx), x, X[0]))  # first step: evaluate x
-        f = score(self.spec, data.g, X, window=self.window)
+        # the decoder's own Kahn orders give the canonical form: no second Kahn in
+        # the program (a scan over N units: compile and step time)
+        f, orders = score_orders(self.spec, data.g, X, window=self.window)
         i = jnp.argmin(f)
         take = f[i] <= fx
-        x = jnp.where(take, self.canonical(data, X[i]), x)
+        x = jnp.where(take, self.canonical_order(data, orders[:, i]), x)
         fx = jnp.where(take, f[i], fx)
         return (x, fx), X, f
 

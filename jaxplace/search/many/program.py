@@ -30,7 +30,7 @@ import jax.numpy as jnp
 from flax import struct
 
 from jaxplace.decoder.layout import Spec
-from jaxplace.decoder.scoring import score
+from jaxplace.decoder.scoring import score_orders
 from jaxplace.policy.distribution import sample_priorities
 from jaxplace.search.brkga import BRKGA, State
 from jaxplace.search.programs import SearchData, ShiftSearch
@@ -148,7 +148,9 @@ class ManyProgram:
         Xl = Xl.at[0].set(jnp.where(jnp.isinf(s.fx), s.x, Xl[0]))
         local = s.phase == LOCAL
         X = jnp.where(local, Xl, Xb)
-        f = score(self.spec, d.g, X, window=self.window)
+        # the decoder's Kahn orders give the local incumbent's canonical form (no
+        # second Kahn in the program)
+        f, orders = score_orders(self.spec, d.g, X, window=self.window)
         f = jnp.where(jnp.isnan(f), jnp.inf, f)
         active = s.phase != DONE
         evolving = s.phase <= EVOLVE
@@ -156,7 +158,7 @@ class ManyProgram:
         fit = jnp.where(evolving, f, s.fit)
         i = jnp.argmin(f)
         take = local & (f[i] <= s.fx)
-        x = jnp.where(take, shift.canonical(sd, X[i]), s.x)
+        x = jnp.where(take, shift.canonical_order(sd, orders[:, i]), s.x)
         fx = jnp.where(take, f[i], s.fx)
         better = active & (f[i] < s.best_f)
         best_x = jnp.where(better, X[i], s.best_x)
