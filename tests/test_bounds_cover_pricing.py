@@ -13,10 +13,11 @@ from hypothesis import strategies as st
 from strategies import tiny_problems, tiny_training_problems
 
 import jaxplace as jp
-from jaxplace.bounds.base import unmodelled
-from jaxplace.bounds.cover import CoverConfig, cover_bound
+from jaxplace.bounds.base import BoundContext, unmodelled
+from jaxplace.bounds.cover import CoverBound, CoverConfig, cover_bound
 from jaxplace.bounds.cover_pricing import ConvexPricer
 from jaxplace.cost import throughput_lower_bound
+from jaxplace.reference import decode_reference
 
 TOL = 1e-9
 
@@ -172,3 +173,33 @@ def test_cover_with_bnb_pricing_closes_the_gap():
         assert bound <= opt * (1 + 1e-6)
         gains.append((bound - lo) / max(opt - lo, 1e-12))
     assert max(gains) > 0.5, gains
+
+
+def test_cover_started_at_the_ladder_bound():
+    """start="ladder": the z search starts at the bound the rungs before it proved, so the
+    rung reports at least that, and never more than the optimum; started at the simple
+    bound (the default) it reports less when it has no time."""
+    above = 0
+    for seed in range(3):
+        rng = np.random.default_rng(seed)
+        n = 8
+        edges = [(i, j) for i in range(n) for j in range(i + 1, min(n, i + 5))
+                 if rng.random() < 0.4]
+        g = jp.CompGraph(rng.uniform(1, 10, n), edges, rng.uniform(0, 5, n),
+                         rng.uniform(0, 5, n))
+        problem = jp.Problem(g, 3)
+        opt = brute_force_optimum(problem)
+        part = decode_reference(problem, np.zeros(n))
+        floor = 0.97 * opt  # a valid bound "proven before"
+        context = BoundContext(time_limit=3, lower_bound=floor, assignment=part.assignment,
+                               upper_bound=float(part.cost))
+        res = CoverBound("cover", CoverConfig(start="ladder")).run(problem, context)
+        assert floor <= res.bound <= opt * (1 + 1e-6)
+        # no time at all: each start reports where it starts
+        now = context.replace(time_limit=0.0)
+        assert CoverBound("cover", CoverConfig(start="ladder")).run(problem,
+                                                                    now).bound == floor
+        simple = CoverBound("cover").run(problem, now).bound
+        assert simple == throughput_lower_bound(problem)
+        above += simple < floor
+    assert above

@@ -577,6 +577,10 @@ class CoverConfig:
             unions of units, no solver), "mip" (the HiGHS pricing MIP) or "hybrid"
             (branch and bound for at most `bnb_time` seconds, then the MIP).
         bnb_time: the branch and bound's share of a hybrid pricing (seconds).
+        start: "simple" (the z search starts at the simple bound: the cheap refutations
+            low down supply columns) or "ladder" (at the best bound of the rungs
+            before it: only a z above it can add anything, and near the top one z
+            takes minutes, e.g. 6 on a 79-op REGAL graph at k = 16).
     """
 
     convex: bool = True
@@ -591,6 +595,7 @@ class CoverConfig:
     seed: int = 0
     pricing: str = "mip"
     bnb_time: float = 1.0
+    start: str = "simple"
 
 
 def _seed_pool(pool: _Pool, problem: Problem, z: float, orders: list) -> None:
@@ -693,9 +698,12 @@ class CoverBound:
         if why := unmodelled(problem):
             return skipped(self, why)
         t0 = time.perf_counter()
-        # the search starts at the simple bound even when the ladder knows more: the
-        # columns of the cheap refutations low down speed up the tests near the top
+        # by default the search starts at the simple bound even when the ladder knows
+        # more: the columns of the cheap refutations low down speed up the tests near
+        # the top (within 60 s); `start="ladder"` is for long limits
         lo = throughput_lower_bound(problem)
+        if self.config.start == "ladder" and math.isfinite(context.lower_bound):
+            lo = max(lo, float(context.lower_bound))
         hi = context.upper_bound
         if not math.isfinite(hi) or context.assignment is None:
             return MethodResult(self.name, lo, "no partition to refute up to",
