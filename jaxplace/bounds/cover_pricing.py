@@ -64,7 +64,7 @@ def _topo_rank(U: int, ptr: np.ndarray, idx: np.ndarray) -> np.ndarray:
 
 
 class ConvexPricer:
-    """max{pi(S) : S a convex union of units, f(S) <= z} by depth-first branch and bound.
+    """max{pi(S) : S a convex union of units, f(S) <= z} by best-first branch and bound.
 
     Built once per problem (unit DAG, ancestor/descendant bitsets, tensor groups);
     `solve` has the interface of the cover's pricing MIP.
