@@ -102,3 +102,18 @@ def test_issue_table_counts():
                                 BOUNDS, {"exact": {4: 1}, "bbr": {4: 2}}, paper=False)
     assert lines[0] == "| k | exact | bbr | best bound | proven |"
     assert lines[2] == "| 4 | 0.5000 (1/2) | 1.0000 (2/2) | 1.0000 | 2/2 (100%) |"
+
+
+def test_cli_onnx_suite_writes_its_table(tmp_path, capsys):
+    """`jaxplace bench bounds --suite onnx ... --markdown F`: the command's wiring, the
+    table printed and written."""
+    from jaxplace.cli.main import main
+
+    out = tmp_path / "t.md"
+    assert main(["bench", "bounds", "--suite", "onnx", "--models", "cnn2", "--ks", "3",
+                 "--time-limit", "2", "--upper", "random", "--samples", "2",
+                 "--methods", "simple,bbr", "--markdown", str(out)]) == 0
+    table = out.read_text()
+    assert _row(table, "proven by bbr") == ["1/1"]
+    assert "| k | bbr | best bound | proven |" in table
+    assert table.strip() in capsys.readouterr().out
