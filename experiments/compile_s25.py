@@ -35,9 +35,15 @@ from jaxplace.search.programs import ShiftSearch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 
+def _prepared(cache={}):  # noqa: B006 (the suite, prepared once per process)
+    if not cache:
+        probs = [jp.Problem(g, k) for _, g, k in instances(30, [4, 8, 16], 0)]
+        cache["p"] = [prepare(p, i) for i, p in enumerate(probs)]
+    return cache["p"]
+
+
 def setup(j):
-    probs = [jp.Problem(g, k) for _, g, k in instances(30, [4, 8, 16], 0)]
-    prepared = [prepare(p, i) for i, p in enumerate(probs)]
+    prepared = _prepared()
     buckets = plan_buckets([p.cls for p in prepared], 8)
     b = buckets[j]
     run = BucketRun([prepared[b.members[0]]], b, ManySettings(), None)
@@ -127,6 +133,10 @@ def stub(name):
     return lambda: [u() for u in undo]
 
 
+#: steps run before hashing the state (--hash-steps): past BRKGA into the local search
+HASH_STEPS = 60
+
+
 def measure(b, run, data, state, steps, reps, attr):
     jax.clear_caches()
     fn = jax.jit(prog._many_chunk, static_argnums=(0,))
@@ -149,12 +159,14 @@ def measure(b, run, data, state, steps, reps, attr):
         s2 = compiled(data, s, jnp.int32(steps))
         jax.block_until_ready(s2)
         best = min(best, (time.process_time() - c) / steps)
-    out = compiled(data, state, jnp.int32(60))
+    out = compiled(data, state, jnp.int32(HASH_STEPS))
+    row_phase = int(out.phase[0])
     h = hashlib.sha1()
     for a in jax.tree.leaves(out):
         h.update(np.asarray(a).tobytes())
     row = dict(lower=t1 - t0, compile_wall=t2 - t1, compile_cpu=ccpu, shlo=shlo,
-               instr=instr, fusions=fusions, step_cpu=best, sha=h.hexdigest()[:12])
+               instr=instr, fusions=fusions, step_cpu=best,
+               sha=f"{h.hexdigest()[:12]} ({prog.PHASE_NAMES[row_phase]})")
     if attr:
         row["attr"] = attribute(lowered)
     return row
@@ -168,10 +180,13 @@ def main():
     ap.add_argument("--steps", type=int, default=40)
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--rounds", type=int, default=1)
+    ap.add_argument("--hash-steps", type=int, default=60)
     a = ap.parse_args()
+    global HASH_STEPS
+    HASH_STEPS = a.hash_steps
     print(f"load {os.getloadavg()[0]:.1f}", flush=True)
     print("| bucket | stub | trace+lower s | compile wall s | compile CPU s | StableHLO ops |"
-          " HLO instr | fusions | step CPU ms | 60-step state sha1 |")
+          " HLO instr | fusions | step CPU ms | state sha1 after --hash-steps (phase) |")
     print("|---|---|---|---|---|---|---|---|---|---|", flush=True)
     for _ in range(a.rounds):
         for j in [int(x) for x in a.buckets.split(",")]:
