@@ -28,3 +28,47 @@ def test_the_share_follows_the_polish_rule_and_not_a_time_limit():
     small = jp.Problem(regal(3, n=100), 4)
     # the user's seconds: the generic budget, whatever the polish
     assert default_budget(small, 5.0) == default_budget(jp.Problem(small.graph, 8), 5.0)
+
+
+def test_polish_off_keeps_the_whole_budget_in_every_path(monkeypatch):
+    """A caller who turns the polish off gets the full search budget: the share is
+    what the polish replaces."""
+    from dataclasses import replace
+
+    from jaxplace.search import registry
+
+    p = jp.Problem(regal(3, n=60), 4)
+    full = default_budget(jp.Problem(p.graph, 8))
+    assert default_budget(p, polish=False) == full
+    assert default_budget(p, polish=True) == default_budget(p) < full
+    m = registry.METHODS["default"]
+    assert m.budget_for(p, polish=False) == full
+    assert m.budget_for(p) == default_budget(p)
+
+    class Seen(Exception):
+        pass
+
+    def run(req):
+        raise Seen(req.budget)
+
+    monkeypatch.setitem(registry.METHODS, "default", replace(m, run=run))
+    for kw, want in (({"polish": False}, full), ({}, default_budget(p))):
+        with pytest.raises(Seen) as e:
+            jp.search(p, seed=0, **kw)
+        assert e.value.args[0] == want
+
+
+def test_search_many_asks_the_budget_with_its_polish_option(monkeypatch):
+    from jaxplace.search import default
+
+    asked = []
+    real = default.default_budget
+
+    def spy(problem, time_limit=None, polish=None):
+        asked.append(polish)
+        return real(problem, time_limit, polish=polish)
+
+    monkeypatch.setattr(default, "default_budget", spy)
+    p = jp.Problem(regal(3, n=30), 4)
+    jp.search_many([p], seed=0, polish=False, exact=False, budget=None)
+    assert asked and set(asked) == {False}

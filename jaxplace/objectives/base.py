@@ -149,11 +149,14 @@ class Objective(abc.ABC):
         """The partition (or a list for (P, n)) that priorities x decode to."""
         raise self.unsupported("decode")
 
-    def default_budget(self, problem, time_limit: float | None = None) -> int:
+    def default_budget(self, problem, time_limit: float | None = None,
+                       polish: bool | None = None) -> int:
         """Decoder evaluations of this objective's default search when the caller
         gives none: 30,000 (about 3x the paper's brkga-10000), or max(3000, 600 n)
         when smaller (the order space of a tiny graph is small). `time_limit`: the
-        user's seconds, if any (an objective may spend more evaluations then)."""
+        user's seconds, if any (an objective may spend more evaluations then);
+        `polish`: the caller's polish option (None: the objective's own rule;
+        objectives without a polish ignore it)."""
         return min(30_000, max(3000, 600 * problem.n))
 
     @abc.abstractmethod

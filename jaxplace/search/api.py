@@ -76,7 +76,8 @@ def search(problem: Problem, method: str | None = None, *, budget: int | None = 
     if observer is not None:
         observer = BestSoFar(observer)
     windowed = options.pop("windowed", True)
-    req = SearchRequest(problem, int(seed), budget or m.budget_for(problem, stop.time_limit), stop,
+    budget = budget or m.budget_for(problem, stop.time_limit, polish=options.get("polish"))
+    req = SearchRequest(problem, int(seed), budget, stop,
                         observer, progress, seeds, population_size, dict(options), start,
                         windowed)
     first = _first_solution(req) if observer is not None else None

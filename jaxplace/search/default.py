@@ -15,12 +15,14 @@ from jaxplace.search.request import SearchRequest
 DEFAULT_BUDGET = 30_000
 
 
-def default_budget(problem, time_limit: float | None = None) -> int:
+def default_budget(problem, time_limit: float | None = None,
+                   polish: bool | None = None) -> int:
     """The default search's budget for `problem`: its objective's
     `default_budget` (generic: 30,000, or max(3000, 600 n) when smaller; throughput
     on identical accelerators without a time limit: 6,000 up to 200 ops, 30 per op
-    above). `time_limit`: the user's seconds, if any."""
-    return int(problem.objective_impl.default_budget(problem, time_limit))
+    above, half of it where the k <= 4 MIP polish follows). `time_limit`: the user's
+    seconds, if any; `polish`: the caller's polish option (None: the default rule)."""
+    return int(problem.objective_impl.default_budget(problem, time_limit, polish=polish))
 
 
 def default_search(req: SearchRequest):

@@ -38,15 +38,21 @@ class Method:
     default_budget: Callable[[Problem], int] | int = DEFAULT_BUDGET
     description: str = ""
 
-    def budget_for(self, problem: Problem, time_limit: float | None = None) -> int:
-        """The default budget; `time_limit` (the user's seconds) reaches a budget
-        function that takes it (`default_budget`), the others get the problem only."""
+    def budget_for(self, problem: Problem, time_limit: float | None = None,
+                   polish: bool | None = None) -> int:
+        """The default budget; `time_limit` (the user's seconds) and `polish` (the
+        caller's polish option) reach a budget function that takes them
+        (`default_budget`), the others get the problem only."""
         b = self.default_budget
         if not callable(b):
             return int(b)
-        if time_limit is not None and "time_limit" in inspect.signature(b).parameters:
-            return int(b(problem, time_limit=time_limit))
-        return int(b(problem))
+        params = inspect.signature(b).parameters
+        kw = {}
+        if time_limit is not None and "time_limit" in params:
+            kw["time_limit"] = time_limit
+        if polish is not None and "polish" in params:
+            kw["polish"] = polish
+        return int(b(problem, **kw))
 
 
 def _policy_method(name: str):

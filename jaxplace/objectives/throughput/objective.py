@@ -234,11 +234,13 @@ class Throughput(Objective):
                       method=method, lower_bound=req.lower_bound,
                       interrupted=interrupted, info=info or {})
 
-    def default_budget(self, problem, time_limit: float | None = None) -> int:
+    def default_budget(self, problem, time_limit: float | None = None,
+                       polish: bool | None = None) -> int:
         """SEARCH_BUDGET evaluations on graphs of up to 200 ops, BUDGET_PER_NODE per op
         above (30,000 from 1,000 ops on: big graphs keep the generic budget), never
         more than the generic rule's max(3000, 600 n) on tiny graphs; the
-        POLISHED_BUDGET_SHARE of that where the default MIP polish follows. Under a user's
+        POLISHED_BUDGET_SHARE of that where the default MIP polish follows (k <= 4,
+        `polish` not False; a polish forced on elsewhere keeps the budget). Under a user's
         time limit the generic budget: the user gave the seconds, the search spends
         them (it still stops earlier on stagnation)."""
         from jaxplace.objectives.throughput.polish import polish_applies
@@ -247,7 +249,7 @@ class Throughput(Objective):
         if time_limit is not None:
             return super().default_budget(problem, time_limit)
         budget = min(super().default_budget(problem), max(SEARCH_BUDGET, BUDGET_PER_NODE * n))
-        if polish_applies(problem):
+        if polish is not False and polish_applies(problem):
             return int(budget * POLISHED_BUDGET_SHARE)
         return budget
 

@@ -54,7 +54,8 @@ class BucketRun:
         opts = dict(settings.options)
         P = settings.population
         self.program = ManyProgram(bucket.spec, P, bucket.window, **opts)
-        self.budgets = [max(settings.budget or default_budget(m.problem, settings.time_limit),
+        self.budgets = [max(settings.budget or default_budget(m.problem, settings.time_limit,
+                                                                   polish=settings.polish),
                             2 * P)
                         for m in members]
         self.focus = [m.problem.k >= FOCUS_MIN_K for m in members]
