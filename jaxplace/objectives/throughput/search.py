@@ -24,7 +24,8 @@ runs when no exact method fits): BRKGA, then a batched local search on the order
    incumbent, when better, becomes the answer. Option `polish` (bool) forces it on
    or off.
 4. Budget: `jaxplace.search.default.default_budget` (the objective's: 6,000 evaluations
-   up to 200 ops, 30 per op above, at most 30,000; max(3000, 600 n) when smaller); the
+   up to 200 ops, 30 per op above, at most 30,000; max(3000, 600 n) when smaller; half
+   of it where the k <= 4 polish follows, unless `polish` is False); the
    search stops at once when the cost reaches the simple lower bound (proved optimal).
 
 On a CPU the objective (`Throughput.default_search`) runs steps 1 and 2 as
