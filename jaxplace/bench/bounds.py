@@ -210,7 +210,7 @@ def run_ladder(instances, args, caption: str, *, paper: bool, check_dp: bool = F
             todo = (ladder([*default_methods(problem), *fixed], registry) if per_instance
                     else methods)
             cert = certify(problem, a, methods=todo, time_limit=args.time_limit,
-                           threads=args.threads,
+                           threads=args.threads, every_rung=True,
                            registry=None if registry is BOUNDS else registry)
             ub = cert.upper_bound
             for r in cert.results:
@@ -327,7 +327,7 @@ def run_dnn(args) -> str:
         for k in ks:
             problem = jp.Problem(g, k)
             a = _upper(problem, args, args.seed)
-            cert = certify(problem, a, methods=("simple", "exact"),
+            cert = certify(problem, a, methods=("simple", "exact"), every_rung=True,
                            time_limit=args.time_limit, threads=args.threads)
             r = cert.result("exact")
             lines.append(f"| {fam} | {g.num_nodes} | {k} | {cert.upper_bound:.6g} | "

@@ -222,9 +222,12 @@ def _rung_limit(registry, todo: list[str], i: int, per_method: float,
 
 
 def _run_ladder(problem: Problem, todo: list[str], registry: Mapping[str, BoundMethod],
-                ctx: BoundContext, progress, end: float | None = None):
+                ctx: BoundContext, progress, end: float | None = None,
+                every_rung: bool = False):
     """Run the methods in order, each seeing the bound and partition found before it;
-    under a total time (`end`) each gets its share of what is left (`_rung_limit`).
+    under a total time (`end`) each gets its share of what is left (`_rung_limit`);
+    once the bound proves the best cost optimal (OPTIMAL_RTOL) the rest are skipped
+    unless `every_rung`.
 
     Returns:
         (results, the final context, the name of the method whose partition replaced
@@ -237,6 +240,10 @@ def _run_ladder(problem: Problem, todo: list[str], registry: Mapping[str, BoundM
     # under load), which a total time must count before it is split
     rungs = {name: registry[name] for name in todo}
     for i, name in enumerate(todo):
+        if not every_rung and ctx.lower_bound * (1 + OPTIMAL_RTOL) >= ctx.upper_bound:
+            results.append(MethodResult(name, 0.0, "skipped (proven)", 0.0,
+                                        kind=_kind(registry, name)))
+            continue
         limit = _rung_limit(registry, todo, i, per_method, end)
         if limit is None:  # a bound of 0 is valid: the rung proves nothing
             results.append(MethodResult(name, 0.0, "skipped (time limit)", 0.0,
@@ -280,13 +287,16 @@ def certify(problem: Problem, partition=None, methods=None, *,
             time_limit: float = 60.0, threads: int = 1, mip_rel_gap: float = 1e-6,
             progress=None, samples: int = 64, seed: int = 0,
             registry: Mapping[str, BoundMethod] | None = None,
-            total_time: float | None = None) -> Certificate:
+            total_time: float | None = None, every_rung: bool | None = None
+            ) -> Certificate:
     """Bound OPT from below and from above under the problem's objective
     (`jaxplace.objectives`): on identical accelerators the ladder of `certify_ladder`
     (default methods `DEFAULT_METHODS`); other objectives run their own bounds (their
     `bound_methods`; a method they do not support is a JaxplaceError, never a bound
     computed under another objective, and their ladder shares one `time_limit`).
-    `total_time`: seconds for the whole ladder (see `certify_ladder`).
+    `total_time`: seconds for the whole ladder (see `certify_ladder`); `every_rung`:
+    run the rungs after a proof too (see `certify_ladder`; None: when `methods` are
+    named, each runs; the default ladder stops at a proof).
     """
     obj = objective_of(problem)
     settings = dict(time_limit=time_limit, threads=threads, mip_rel_gap=mip_rel_gap,
@@ -294,6 +304,9 @@ def certify(problem: Problem, partition=None, methods=None, *,
     if total_time is not None:
         _check_settings(total_time, threads)
         settings["total_time"] = total_time
+    if every_rung is not None:
+        obj.require("bound_registry", field="every_rung")
+        settings["every_rung"] = bool(every_rung)
     if registry is not None:
         obj.require("bound_registry", field="registry")
         settings["registry"] = registry
@@ -308,7 +321,7 @@ def certify_ladder(problem: Problem, partition=None, methods=DEFAULT_METHODS, *,
                    time_limit: float = 60.0, threads: int = 1, mip_rel_gap: float = 1e-6,
                    progress=None, samples: int = 64, seed: int = 0,
                    registry: Mapping[str, BoundMethod] = BOUNDS,
-                   total_time: float | None = None) -> Certificate:
+                   total_time: float | None = None, every_rung: bool = True) -> Certificate:
     """Bound OPT from below with the ladder and from above with the best partition known
     (throughput on identical accelerators).
 
@@ -333,6 +346,10 @@ def certify_ladder(problem: Problem, partition=None, methods=DEFAULT_METHODS, *,
             MIN_RUNG_SECONDS left are skipped (bound 0, status "skipped (time limit)").
             Under load a MIP may still run a little past its share (HiGHS checks its
             clock between steps).
+        every_rung: run every method even after the bound proves the partition optimal
+            (benchmarks comparing rungs); False skips the methods after such a proof
+            (bound 0, status "skipped (proven)"): they cannot raise it (`jp.certify`'s
+            default ladder does).
 
     Returns:
         Certificate.
@@ -350,7 +367,8 @@ def certify_ladder(problem: Problem, partition=None, methods=DEFAULT_METHODS, *,
     best_a, best_ub, source = _start(problem, partition, samples, seed, total_time)
     ctx = BoundContext(time_limit=time_limit, threads=int(threads),
                        mip_rel_gap=mip_rel_gap, assignment=best_a, upper_bound=best_ub)
-    results, ctx, found_by = _run_ladder(problem, todo, registry, ctx, progress, end)
+    results, ctx, found_by = _run_ladder(problem, todo, registry, ctx, progress, end,
+                                         every_rung)
     settings = {"time_limit": time_limit, "threads": int(threads),
                 "mip_rel_gap": mip_rel_gap, "methods": todo}
     if total_time is not None:

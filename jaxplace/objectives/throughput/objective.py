@@ -133,6 +133,8 @@ class Throughput(Objective):
     def certify(self, problem, partition=None, methods=None, **settings):
         from jaxplace.bounds.certificate import certify_ladder
 
+        # the default ladder stops at a proof; methods the caller named all run
+        settings.setdefault("every_rung", methods is not None)
         methods = self.default_bounds if methods is None else methods
         return certify_ladder(problem, partition, methods, **settings)
 
