@@ -32,3 +32,15 @@ def test_the_default_ladder_stops_at_a_proof():
     cert = jp.certify(p, time_limit=20)
     assert cert.optimal
     assert any(r.status == "skipped (proven)" for r in cert.results)
+
+
+def test_the_cli_stops_a_picked_ladder_and_runs_named_methods(tmp_path, capsys):
+    from jaxplace.cli.main import main
+
+    path = tmp_path / "g.json"
+    assert main(["generate", "regal", "--seed", "1", "--n", "12", "-o", str(path)]) == 0
+    assert main(["certify", str(path), "-k", "1", "--time-limit", "20", "-q"]) == 0
+    assert "skipped (proven)" in capsys.readouterr().out
+    assert main(["certify", str(path), "-k", "1", "--time-limit", "20", "-q",
+                 "--methods", "simple,bottleneck"]) == 0
+    assert "skipped (proven)" not in capsys.readouterr().out

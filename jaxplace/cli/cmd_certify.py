@@ -50,9 +50,11 @@ def add_arguments(p) -> None:
 
 
 def certify_and_print(problem, partition, *, methods, time_limit, threads, mip_rel_gap,
-                      seed=0, quiet=False, total_time=None):
+                      seed=0, quiet=False, total_time=None, picked=False):
     """Run `certify` with a progress bar and print the ladder; returns the Certificate.
-    `total_time`: seconds for the whole ladder (None: `time_limit` per method only).
+    `total_time`: seconds for the whole ladder (None: `time_limit` per method only);
+    `picked`: the methods were picked for the user (not named), so the ladder stops at
+    a proof where the objective's ladder can.
 
     Also used by `jaxplace partition --certify`.
     """
@@ -67,7 +69,9 @@ def certify_and_print(problem, partition, *, methods, time_limit, threads, mip_r
         cert = certify(problem, partition, methods=methods, time_limit=time_limit,
                        threads=threads, mip_rel_gap=mip_rel_gap, seed=seed,
                        progress=progress,
-                       **({} if total_time is None else {"total_time": total_time}))
+                       **({} if total_time is None else {"total_time": total_time}),
+                       **({"every_rung": False} if picked and
+                          problem.objective_impl.supports("bound_registry") else {}))
     print(cert.summary())
     return cert
 
@@ -106,6 +110,7 @@ def run(args) -> int:
         try:
             cert = runner.call(lambda: certify_and_print(
                 problem, partition, methods=methods, time_limit=args.time_limit,
+                picked=args.methods is None,
                 threads=args.threads, mip_rel_gap=args.mip_rel_gap, seed=args.seed,
                 quiet=args.quiet))
         except Stopped:

@@ -159,7 +159,8 @@ def _certify(problem, found, args, runner, clock: Clock, ladder=None):
         return runner.call(lambda: certify_and_print(
             problem, getattr(found.result, "partition", found.result), methods=methods,
             time_limit=per_method, threads=args.threads, mip_rel_gap=1e-6, seed=args.seed,
-            quiet=args.quiet, total_time=None if clock.end is None else clock.left()))
+            quiet=args.quiet, total_time=None if clock.end is None else clock.left(),
+            picked=args.bounds is None))
     except Stopped:
         return None
 
