@@ -443,3 +443,22 @@ def test_cut_counts_never_above_a_split():
             assert (n[cut] >= c[cut]).all(), (k, np.flatnonzero(cut & (n < c)))
             above += int((c > np.maximum(q, 2)).sum())
     assert above > 0
+
+
+def test_picked_ladder_takes_bbr_on_narrow_graphs_past_the_count():
+    """BB&R joins the picked ladder past BBR_MAX_NODES only on narrow graphs (DNN-like:
+    few atoms per layer), not on wide random DAGs."""
+    from jaxplace.bounds.registry import BBR_MAX_NODES, choose_methods
+    from jaxplace.generators.regal import regal
+
+    m, n = 4, 22  # four parallel chains: 23^4 ideals, layers of 4 atoms
+    edges = [(c * n + i, c * n + i + 1) for c in range(m) for i in range(n - 1)]
+    N = m * n
+    rng = np.random.default_rng(0)
+    narrow = jp.CompGraph(rng.uniform(1, 10, N), edges, np.ones(N), np.ones(N))
+    assert N > BBR_MAX_NODES
+    methods, why = choose_methods(jp.Problem(narrow, 8))
+    assert "more than" in why and "bbr" in methods
+    wide = regal(1, n=80)
+    methods, why = choose_methods(jp.Problem(wide, 8))
+    assert "more than" in why and "bbr" not in methods

@@ -123,6 +123,12 @@ PICK_IDEALS = 60_000
 #: graphs of 79-186 nodes it added nothing to the MIP rungs in 60 s while taking its share of
 #: a `--certify --time-limit`; by name it runs at any size.
 BBR_MAX_NODES = 64
+#: ... and on narrow graphs (the widest layer of equal depth at most BBR_MAX_WIDTH atoms)
+#: up to BBR_NARROW_MAX_NODES: DNN-like graphs past the DP's count, where its bound beat
+#: the MIPs' (Inception v2 from ONNX, 371 ops, width 4, k = 16 in 60 s: 0.984 of the
+#: optimum against 0.946); the REGAL-like graphs above have layers of 17-55 atoms.
+BBR_MAX_WIDTH = 8
+BBR_NARROW_MAX_NODES = 2_000
 
 #: The methods that model CPU blocks and CPU-only ops (the others report bound 0).
 CPU_BLOCK_METHODS = ("simple", "ideals", "exact-lp", "bbr", "exact")
@@ -142,7 +148,8 @@ def choose_methods(problem, mips: tuple[str, ...] = ("bottleneck", "exact"), *,
     it is exact, so its bound is the optimum); otherwise the simple bound, the station
     bound (no solver), the forced crossings (`cross`), `mips`, for k <= CHECK_MAX_K
     guess and check (random DAGs have far too many ideals), and BB&R over ideals
-    (`bbr`, up to BBR_MAX_NODES nodes), keeping, with CPU blocks or CPU-only ops, only
+    (`bbr`, up to BBR_MAX_NODES nodes, or BBR_NARROW_MAX_NODES on narrow graphs:
+    `_bbr_fits`), keeping, with CPU blocks or CPU-only ops, only
     the simple bound and the methods that model them (the exact MIP and BB&R, by
     default).
 
@@ -154,7 +161,7 @@ def choose_methods(problem, mips: tuple[str, ...] = ("bottleneck", "exact"), *,
     if count is not None:
         return ("simple", "ideals"), f"{count:,} ideals: the DP over ideals"
     typed = problem.cpus > 0 or not bool(problem.supported.all())
-    bbr = ("bbr",) if problem.n <= BBR_MAX_NODES else ()
+    bbr = ("bbr",) if _bbr_fits(problem) else ()
     if typed:
         mips = tuple(m for m in mips if m in CPU_BLOCK_METHODS) or ("exact",)
         return (tuple(ladder(("simple", *mips, *bbr))),
@@ -162,6 +169,16 @@ def choose_methods(problem, mips: tuple[str, ...] = ("bottleneck", "exact"), *,
     return (tuple(ladder(("simple", "station", "cross", *mips, *_checks(problem), *bbr)))
             if problem.n <= STATION_MAX_NODES else ("simple", "cross", *mips),
             f"more than {PICK_IDEALS:,} ideals: the MIP ladder" + (" and BB&R" if bbr else ""))
+
+
+def _bbr_fits(problem) -> bool:
+    """BB&R joins the picked ladder (see BBR_MAX_NODES, BBR_MAX_WIDTH)."""
+    if problem.n <= BBR_MAX_NODES:
+        return True
+    if problem.n > BBR_NARROW_MAX_NODES:
+        return False
+    atoms = load("jaxplace.exact.atoms:build_atoms")(problem)
+    return load("jaxplace.exact.lattice:widest_layer")(atoms) <= BBR_MAX_WIDTH
 
 
 def _checks(problem) -> tuple[str, ...]:
