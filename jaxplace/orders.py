@@ -5,6 +5,8 @@
   is then sliced optimally once.
 - `level_orders`: as-soon-as-possible and as-late-as-possible layerings.
 - `order_to_priorities`: a priority vector under which Kahn reproduces an order.
+- `topo_rank`: each node's position in the smallest-ready-first topological order of a
+  DAG given as predecessor lists (the exact methods' and bounds' atom numbering).
 - `seed_priorities`: DFS, ASAP and ALAP orders of the placement units, free units next
   to their heaviest tensor partner: the heuristic seeds of the searches, the GNN
   policy's features and the exact methods' first incumbents.
@@ -15,9 +17,37 @@ build on these.
 
 from __future__ import annotations
 
+import heapq
+
 import numpy as np
 
 from jaxplace.graph import CompGraph
+
+
+def topo_rank(n: int, pred_ptr: np.ndarray, pred_idx: np.ndarray) -> np.ndarray:
+    """(n,) position of each node in a topological order, the smallest ready node
+    first; `pred_ptr`/`pred_idx`: CSR of each node's predecessors. RuntimeError on a
+    cycle."""
+    indeg = np.diff(pred_ptr).astype(np.int64)
+    succ: list[list[int]] = [[] for _ in range(n)]
+    for v in range(n):
+        for u in pred_idx[pred_ptr[v]:pred_ptr[v + 1]].tolist():
+            succ[u].append(v)
+    ready = [v for v in range(n) if indeg[v] == 0]
+    heapq.heapify(ready)
+    rank = np.empty(n, dtype=np.int64)
+    pos = 0
+    while ready:
+        v = heapq.heappop(ready)
+        rank[v] = pos
+        pos += 1
+        for w in succ[v]:
+            indeg[w] -= 1
+            if indeg[w] == 0:
+                heapq.heappush(ready, w)
+    if pos != n:
+        raise RuntimeError("the DAG has a cycle")
+    return rank
 
 
 def order_to_priorities(order, n: int | None = None) -> np.ndarray:

@@ -33,34 +33,10 @@ from bisect import bisect_right
 
 import numpy as np
 
+from jaxplace.orders import topo_rank
 from jaxplace.problem import Problem
 
 CHECK_EVERY = 16  # expansions between two clock reads
-
-
-def _topo_rank(U: int, ptr: np.ndarray, idx: np.ndarray) -> np.ndarray:
-    """(U,) position of each unit in a topological order (smallest ready first);
-    `ptr`/`idx`: CSR of each unit's predecessors."""
-    indeg = np.diff(ptr).astype(np.int64)
-    succ: list[list[int]] = [[] for _ in range(U)]
-    for u in range(U):
-        for p in idx[ptr[u]:ptr[u + 1]].tolist():
-            succ[p].append(u)
-    ready = [u for u in range(U) if indeg[u] == 0]
-    heapq.heapify(ready)
-    rank = np.empty(U, dtype=np.int64)
-    pos = 0
-    while ready:
-        u = heapq.heappop(ready)
-        rank[u] = pos
-        pos += 1
-        for s in succ[u]:
-            indeg[s] -= 1
-            if indeg[s] == 0:
-                heapq.heappush(ready, s)
-    if pos != U:
-        raise RuntimeError("the unit DAG has a cycle")
-    return rank
 
 
 class ConvexPricer:
@@ -73,7 +49,7 @@ class ConvexPricer:
     def __init__(self, problem: Problem):
         g, units = problem.graph, problem.graph.units
         U = units.num_units
-        rank = _topo_rank(U, units.pred_ptr, units.pred_idx)
+        rank = topo_rank(U, units.pred_ptr, units.pred_idx)
         self.n, self.U = problem.n, U
         self.unit_of = rank[units.unit_of]  # (n,) unit (topological number) of a node
         members: list[list[int]] = [[] for _ in range(U)]

@@ -24,6 +24,7 @@ import numpy as np
 from jaxplace.bounds.station import StationData, station_data, station_skip, windows
 from jaxplace.exact.atoms import build_atoms
 from jaxplace.exact.bbr_tolerance import ATOL, RTOL
+from jaxplace.orders import topo_rank
 from jaxplace.problem import Problem
 
 
@@ -81,32 +82,6 @@ class Model:
         return self.C > 0
 
 
-def _topo_rank(A: int, pred_ptr: np.ndarray, pred_idx: np.ndarray) -> np.ndarray:
-    """(A,) position of each atom in a topological order (smallest ready atom first)."""
-    import heapq
-
-    indeg = np.diff(pred_ptr).astype(np.int64)
-    succ: list[list[int]] = [[] for _ in range(A)]
-    for a in range(A):
-        for p in pred_idx[pred_ptr[a]:pred_ptr[a + 1]].tolist():
-            succ[p].append(a)
-    ready = [a for a in range(A) if indeg[a] == 0]
-    heapq.heapify(ready)
-    rank = np.empty(A, dtype=np.int64)
-    pos = 0
-    while ready:
-        a = heapq.heappop(ready)
-        rank[a] = pos
-        pos += 1
-        for s in succ[a]:
-            indeg[s] -= 1
-            if indeg[s] == 0:
-                heapq.heappush(ready, s)
-    if pos != A:
-        raise RuntimeError("the atom DAG has a cycle")
-    return rank
-
-
 def build_model(problem: Problem, merge: bool = True) -> Model:
     """The `Model` of `problem` (see the module doc)."""
     # BB&R's bounds and checks are the identical-device model's: elsewhere they would
@@ -114,7 +89,7 @@ def build_model(problem: Problem, merge: bool = True) -> Model:
     problem.objective_impl.require("identical_devices", field="problem")
     atoms = build_atoms(problem, merge=merge)
     A = atoms.num_atoms
-    rank = _topo_rank(A, atoms.pred_ptr, atoms.pred_idx)
+    rank = topo_rank(A, atoms.pred_ptr, atoms.pred_idx)
     inv = np.argsort(rank)  # new number -> old atom
     pred = [0] * A
     succ: list[list[int]] = [[] for _ in range(A)]
