@@ -300,6 +300,25 @@ def _check_bounds(rep, obj, inst, p, opt, time_limit, bounds) -> None:
             rep.fail(inst, f"certify(methods={bad!r})", f"{type(exc).__name__}: {exc}")
         else:
             rep.fail(inst, f"certify(methods={bad!r})", "a certificate of no bound")
+    # the default ladder's stop at a proof (`every_rung`): a ladder of the bound
+    # registry stays below OPT; any other objective refuses the option
+    try:
+        cert = certify(p, None, every_rung=False, time_limit=time_limit)
+    except JaxplaceError:
+        if obj.supports("bound_registry"):
+            rep.fail(inst, "certify(every_rung=False)", "refused by a bound registry")
+        else:
+            rep.ok(inst, "certify(every_rung=False)", "refused")
+    except Exception as exc:  # noqa: BLE001
+        rep.fail(inst, "certify(every_rung=False)", f"{type(exc).__name__}: {exc}")
+    else:
+        if not obj.supports("bound_registry"):
+            rep.fail(inst, "certify(every_rung=False)", "accepted without a bound registry")
+        elif cert.lower_bound > opt * (1 + RTOL) + 1e-9:
+            rep.fail(inst, "certify(every_rung=False)",
+                     f"bound {cert.lower_bound!r} > OPT {opt!r}")
+        else:
+            rep.ok(inst, "certify(every_rung=False)")
     for bound in bounds:
         cert = _call(rep, inst, f"certify[{bound}]",
                      lambda b=bound: certify(p, None, methods=(b,), time_limit=time_limit))

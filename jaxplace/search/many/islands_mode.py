@@ -176,20 +176,14 @@ def run_group(bucket, part, group: IslandGroup, settings, cancel, start, deadlin
             "impl": group.s.impl,
             "bucket": {"N": group.spec.N, "K": group.spec.K, "window": group.s.window,
                        "problems": len(bucket.members), "group": group.size}}
-    results = group.results()
-    workers = min(len(part), os.cpu_count() or 1)
-    if workers <= 1:
-        for m, r in zip(part, results, strict=True):
-            yield m.index, finish(m, r, group.s, times, info, settings, start,
-                                  interrupted, cancel)
-        return
     # The members' MIP polishes run on the host's cores side by side (HiGHS releases
     # the GIL; each polish is one HiGHS thread under a node limit, so the answers do
     # not depend on how many run at once): on a GPU host they were most of the wall.
+    workers = max(1, min(len(part), os.cpu_count() or 1))
     with ThreadPoolExecutor(workers, thread_name_prefix="jaxplace-polish") as pool:
         done = pool.map(lambda mr: finish(mr[0], mr[1], group.s, times, info, settings,
                                           start, interrupted, cancel),
-                        zip(part, results, strict=True))
+                        zip(part, group.results(), strict=True))
         for m, res in zip(part, done, strict=True):
             yield m.index, res
 
