@@ -46,11 +46,13 @@ def cnn_model(blocks: int, *, width: int = 8, seed: int = 0):
         count[0] += 1
         return f"{base}_{count[0]}"
 
-    def weight(*shape):
+    def init(arr) -> str:
         nm = name("w")
-        inits.append(numpy_helper.from_array(
-            (rng.standard_normal(shape) * 0.1).astype(np.float32), nm))
+        inits.append(numpy_helper.from_array(arr.astype(np.float32), nm))
         return nm
+
+    def weight(*shape):
+        return init(rng.standard_normal(shape) * 0.1)
 
     def node(op, ins, **attrs):
         out = name(op.lower())
@@ -67,8 +69,7 @@ def cnn_model(blocks: int, *, width: int = 8, seed: int = 0):
     x = node("MaxPool", [x], kernel_shape=[2, 2], strides=[2, 2])
     for _ in range(blocks):
         x = node("Add", [x, conv(conv(x, c, c), c, c)])
-    x = node("BatchNormalization", [x, weight(c), weight(c), weight(c),
-                                    name_init(inits, np.ones(c, np.float32), name("var"))])
+    x = node("BatchNormalization", [x, weight(c), weight(c), weight(c), init(np.ones(c))])
     x = node("GlobalAveragePool", [x])
     x = node("Flatten", [x], axis=1)
     x = node("Gemm", [x, weight(c, 10), weight(10)])
@@ -78,14 +79,6 @@ def cnn_model(blocks: int, *, width: int = 8, seed: int = 0):
         [helper.make_tensor_value_info("X", TensorProto.FLOAT, [1, 3, 16, 16])],
         [helper.make_tensor_value_info(out, TensorProto.FLOAT, [1, 10])], inits)
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-
-
-def name_init(inits: list, arr, nm: str) -> str:
-    """Append `arr` as the initializer `nm`; return `nm`."""
-    from onnx import numpy_helper
-
-    inits.append(numpy_helper.from_array(arr, nm))
-    return nm
 
 
 #: The in-process CNNs of the suite (residual blocks).
