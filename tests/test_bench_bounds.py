@@ -117,3 +117,14 @@ def test_cli_onnx_suite_writes_its_table(tmp_path, capsys):
     assert _row(table, "proven by bbr") == ["1/1"]
     assert "| k | bbr | best bound | proven |" in table
     assert table.strip() in capsys.readouterr().out
+
+
+def test_an_unknown_model_is_one_line_exit_2(tmp_path, capsys):
+    from jaxplace.cli.main import main
+
+    out = tmp_path / "t.md"
+    assert main(["bench", "bounds", "--suite", "onnx", "--models", "bogus", "--ks", "4",
+                 "--markdown", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "models" in err[0] and "bogus" in err[0]
+    assert not out.exists()

@@ -93,7 +93,8 @@ def onnx_names() -> list[str]:
 def onnx_graphs(names=None) -> list[tuple[str, object]]:
     """[(name, CompGraph)] of the suite (all of `onnx_names()` when `names` is None),
     imported with the roofline cost model on "h100"; an unknown name raises
-    ValueError."""
+    JaxplaceError (field "models")."""
+    from jaxplace.errors import JaxplaceError
     from jaxplace.importers import from_onnx
 
     light = light_model_paths()
@@ -105,7 +106,8 @@ def onnx_graphs(names=None) -> list[tuple[str, object]]:
         elif nm.startswith("cnn") and nm[3:].isdigit():
             source = cnn_model(int(nm[3:]))
         else:
-            raise ValueError(f"unknown ONNX model {nm!r}; choose from "
-                             f"{', '.join(onnx_names())} or cnn<blocks>")
+            raise JaxplaceError(f"unknown ONNX model {nm!r}; choose from "
+                                f"{', '.join(onnx_names())} or cnn<blocks>",
+                                field="models")
         out.append((nm, from_onnx(source, "h100", warn=None)))
     return out
