@@ -203,3 +203,15 @@ def test_cover_started_at_the_ladder_bound():
         assert simple == throughput_lower_bound(problem)
         above += simple < floor
     assert above
+
+
+def test_unknown_pricing_or_start_is_refused():
+    import pytest
+
+    from jaxplace.bounds.cover import CoverConfig
+    from jaxplace.errors import JaxplaceError
+
+    with pytest.raises(JaxplaceError, match="pricing"):
+        CoverConfig(pricing="bnbb")
+    with pytest.raises(JaxplaceError, match="start"):
+        CoverConfig(start="top")

@@ -37,6 +37,7 @@ import numpy as np
 from jaxplace.bounds.base import BoundContext, MethodResult, skipped, unmodelled
 from jaxplace.bounds.cover_pricing import ConvexPricer
 from jaxplace.cost import quotient_order, throughput_lower_bound
+from jaxplace.errors import JaxplaceError
 from jaxplace.highs import INF, SCHEDULER, set_option, solve_arrays
 from jaxplace.problem import Problem
 from jaxplace.reference import kahn, segment_cost_columns
@@ -597,6 +598,14 @@ class CoverConfig:
     bnb_time: float = 1.0
     start: str = "simple"
 
+    def __post_init__(self):
+        if self.pricing not in ("mip", "bnb", "hybrid"):
+            raise JaxplaceError(f"must be mip, bnb or hybrid, got {self.pricing!r}",
+                                field="pricing")
+        if self.start not in ("simple", "ladder"):
+            raise JaxplaceError(f"must be simple or ladder, got {self.start!r}",
+                                field="start")
+
 
 def _seed_pool(pool: _Pool, problem: Problem, z: float, orders: list) -> None:
     """Maximal segments of `orders` costing at most z (plain graphs only: with
@@ -634,12 +643,14 @@ def cover_bound(problem: Problem, lo: float, hi: float, *, assignment=None,
         a = np.asarray(assignment, dtype=np.int64)
         pool.add(np.stack([a == b for b in np.unique(a)]))
     orders = _orders(problem, assignment, config.orders, config.seed)
-    pricer = _Pricer(problem, max(throughput_lower_bound(problem), 1e-12), config.seed,
-                     config.convex)
-    if config.convex and config.pricing == "bnb":
+    pricing = config.pricing if config.convex else "mip"  # the search needs convexity
+    if pricing == "bnb":
         pricer = ConvexPricer(problem)
-    elif config.convex and config.pricing == "hybrid":
-        pricer = _Hybrid(ConvexPricer(problem), pricer, config.bnb_time)
+    else:
+        pricer = _Pricer(problem, max(throughput_lower_bound(problem), 1e-12), config.seed,
+                         config.convex)
+        if pricing == "hybrid":
+            pricer = _Hybrid(ConvexPricer(problem), pricer, config.bnb_time)
     local = _LocalSearch(problem) if config.local and (
         problem.graph.units.num_units == problem.n) else None
     tests: list[ZTest] = []
