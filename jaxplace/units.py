@@ -14,13 +14,21 @@ For a plain MTPP graph (no classes, no backward nodes) every node is its own uni
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 
-if TYPE_CHECKING:  # units sit below the graph, which builds them (CompGraph.units)
-    from jaxplace.graph import CompGraph
+
+class GraphLike(Protocol):
+    """What units read of a graph. Units sit below `jaxplace.graph.CompGraph`, which
+    builds them (`CompGraph.units`), so they name its fields rather than import it."""
+
+    num_nodes: int
+    num_edges: int
+    edges: np.ndarray  # (m, 2) int64
+    node_attrs: Mapping[str, np.ndarray]
 
 
 @dataclass(frozen=True, eq=False)
@@ -63,7 +71,7 @@ class Units:
         return not self.trivial and len(self.free_units()) > 0
 
 
-def ordering_edges(graph: CompGraph) -> np.ndarray:
+def ordering_edges(graph: GraphLike) -> np.ndarray:
     """(m', 2) edges that constrain contiguity: all of them, or forward-only ones."""
     bwd = graph.node_attrs.get("is_backward")
     if bwd is None or not np.any(bwd):
@@ -87,7 +95,7 @@ def _csr(rows, cols, n_rows):
     return ptr, np.asarray(cols, dtype=np.int64)[order]
 
 
-def build_units(graph: CompGraph) -> Units:
+def build_units(graph: GraphLike) -> Units:
     """Contract colocation classes and the cycles they create; see the module doc."""
     n = graph.num_nodes
     edges = ordering_edges(graph)

@@ -36,19 +36,24 @@ from jaxplace.bounds.registry import BOUNDS, CPU_BLOCK_METHODS, choose_methods
 from jaxplace.cost import simple_lower_bound
 from jaxplace.errors import JaxplaceError
 from jaxplace.exact import solve_ideals
-from jaxplace.exact.bbr import feasible, solve_bbr
-from jaxplace.exact.bbr_bound import BbrBound, CrossBound, bbr_exact
-from jaxplace.exact.bbr_cross import (
+from jaxplace.exact.bbr import (
+    BbrBound,
+    CrossBound,
+    Memo,
+    bbr_exact,
+    build_model,
+    crossing_bound,
+    feasible,
+    solve_bbr,
+)
+from jaxplace.exact.bbr.cross import (
     _chain_cuts,
     _crossings,
     _whole_most,
     atom_windows,
-    crossing_bound,
     crossings,
     refuted,
 )
-from jaxplace.exact.bbr_model import build_model
-from jaxplace.exact.bbr_search import Memo
 
 
 def _check(problem, res, expected):
@@ -418,7 +423,7 @@ def test_cut_counts_never_above_a_split():
     """Every split of cost T (the DP's optimum, and decoded random orders, on 24-node
     DAGs and 22-op REGAL graphs) touches each group it cuts with at least the blocks
     `cut_counts` claims at T; the count exceeds the clique count somewhere."""
-    from jaxplace.exact.bbr_split import cut_counts
+    from jaxplace.exact.bbr.split import cut_counts
     from jaxplace.generators import generate
     from jaxplace.reference import decode_reference
 

@@ -273,12 +273,12 @@ def run_ladder(instances, args, caption: str, *, paper: bool, check_dp: bool = F
 
 def _registry(bounds, names):
     """`bounds`, or where `names` asks for the forced-crossings rung (`cross`,
-    `jaxplace.exact.bbr_bound.CrossBound`) and `bounds` lacks it, a copy with it
+    `jaxplace.exact.bbr.CrossBound`) and `bounds` lacks it, a copy with it
     after `station`."""
     if "cross" not in names or "cross" in bounds:
         return bounds
     from jaxplace.bounds.registry import Ladder
-    from jaxplace.exact.bbr_bound import CrossBound
+    from jaxplace.exact.bbr import CrossBound
 
     rungs = []
     for name in bounds:

@@ -83,10 +83,10 @@ class Ladder(Mapping):
 BOUNDS: Ladder = Ladder((
     SimpleBound("simple"),
     StationBound("station"),  # station windows of a guessed T, no solver
-    # forced crossings of a guessed T (exact/bbr_cross.py): a closed form in about a
+    # forced crossings of a guessed T (exact/bbr/cross.py): a closed form in about a
     # second at 200-2,000 ops; at k = 8-16 on REGAL-like graphs above the 60 s bottleneck
     # MIP
-    Deferred("jaxplace.exact.bbr_bound:CrossBound", "cross", "closed-form"),
+    Deferred("jaxplace.exact.bbr:CrossBound", "cross", "closed-form"),
     # exact DP over ideals: OPT over contiguous splits, CPUs too
     Deferred("jaxplace.exact.bound:IdealsBound", "ideals", "dp"),
     BottleneckBound("bottleneck-lp", "full", relax=True),
@@ -106,7 +106,7 @@ BOUNDS: Ladder = Ladder((
     CoverBound("cover"),  # column generation over convex blocks, binary search on z
     # branch, bound and remember over ideals (guess and check on T, no solver): climbs
     # from the best bound so far and tries to prove the best partition optimal
-    Deferred("jaxplace.exact.bbr_bound:BbrBound", "bbr", "dp"),
+    Deferred("jaxplace.exact.bbr:BbrBound", "bbr", "dp"),
     ExactBound("exact"),
 ))
 

@@ -85,7 +85,7 @@ def exact_answer(problem, *, seed: int = 0, time_limit: float | None = None
 #: Exact methods the planner runs by name (option `exact=`) where the objective's own
 #: does not fit, as "module:function" (loaded when asked for; the exact layer sits
 #: above the search): BB&R over ideals for throughput on identical accelerators.
-EXACT_METHODS = {"bbr": ("jaxplace.exact.bbr_bound:bbr_exact", "identical_devices")}
+EXACT_METHODS = {"bbr": ("jaxplace.exact.bbr:bbr_exact", "identical_devices")}
 
 
 def _named_exact(obj, name):

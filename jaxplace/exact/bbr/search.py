@@ -1,7 +1,7 @@
 """One check of branch, bound and remember: is there a split with every block <= T?
 
 Depth first over chains of ideals (the DP over ideals' states, `dp`): a node is an
-ideal I (the atoms placed in the blocks so far, `bbr_model` numbering) with `a`
+ideal I (the atoms placed in the blocks so far, `model` numbering) with `a`
 accelerators and `c` CPUs left; its children are the blocks S (I + S an ideal, S not
 empty, cost <= T) on an accelerator or a CPU, grown atom by atom in increasing number
 (each S once). Fullest blocks (most work) are tried first, as station-loading heuristics
@@ -10,10 +10,10 @@ do for SALBP (Scholl 1999).
 Pruning, every rule valid for any split of cost <= T:
 - while a block grows: its work, its overflow and the transfers it must pay whatever
   it adds (tensor groups with an atom already placed) only grow; a hard capacity on
-  its parameters; an atom outside the block's station window (`bbr_model.TData`)
+  its parameters; an atom outside the block's station window (`instance.TData`)
   never enters it, and an atom whose window ends at this block must be in it;
 - while a block grows, a tensor group that no block of cost <= T can hold whole
-  (forced, `bbr_cross`) is paid by the block as soon as it touches it; the child's
+  (forced, `cross`) is paid by the block as soon as it touches it; the child's
   LB1 is checked as a budget: with slack a T - rest(I) at the node, a block S costs
   the child T - work(S) - (rest(I) - rest(I + S)) of it, which is T - cost(S) plus
   its overflow plus, per group it touches, its size when I + S still cuts a group I
@@ -26,7 +26,7 @@ Pruning, every rule valid for any split of cost <= T:
   cheaper of accelerator work and CPU latency) fits (a' + c') T, the CPU-only atoms
   fit c' T, and without CPUs the remaining work plus the transfers the later blocks
   must pay fits a' T (LB1 with transfers: each tensor group J cuts once, each group
-  with no atom placed as often as `bbr_cross` says blocks must touch it), LB2 and LB3
+  with no atom placed as often as `cross` says blocks must touch it), LB2 and LB3
   on the remaining atoms' work;
 - remember: a bounded table of the (J, a', c') already refuted, with the largest T
   they were refuted at (refuted at T means refuted at every T' <= T), shared by the
@@ -44,7 +44,7 @@ import math
 import time
 from dataclasses import dataclass, field
 
-from jaxplace.exact.bbr_model import Model, TData
+from jaxplace.exact.bbr.instance import Model, TData
 
 #: Blocks listed at a time at a node before its children are searched.
 CHUNK = 256

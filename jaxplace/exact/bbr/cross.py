@@ -1,7 +1,7 @@
 """Forced crossings: transfers that every split of cost <= T must pay, and the bound
 they give.
 
-A block of a contiguous split is convex in the atom DAG (`bbr_model`): holding atoms x
+A block of a contiguous split is convex in the atom DAG (`model`): holding atoms x
 and y it holds every atom on a path between them, their hull. A tensor group g (the
 atoms its tensor touches) is paid once by every block that touches it without holding
 all of it. So for a guess T:
@@ -25,14 +25,14 @@ g, and summed over the K blocks (empty ones allowed):
     K T >= total work + total overflow + sum_g q[g] size[g]
 
 for every split of cost <= T (`refuted(T)`; `crossing_bound` bisects for the largest T
-it refutes). BB&R (`bbr_search`) uses q at its nodes (the remaining blocks pay q[g]
+it refutes). BB&R (`search`) uses q at its nodes (the remaining blocks pay q[g]
 size[g] for every group with no atom placed, size[g] for every group cut by the placed
 ideal) and the forced flags while a block grows (a block touching a forced group pays
 it). CPU blocks pay no transfers, so none of this applies when CPUs may be used.
 
 Groups held whole (`_whole_most`): every group not held whole is paid at least c
 times, c = max(2, q) or 3-4 where its atoms cannot be split over fewer blocks of cost
-<= T (`bbr_split`), so K T >= work + overflow + sum c size - sum c size (over the
+<= T (`split`), so K T >= work + overflow + sum c size - sum c size (over the
 groups held whole).
 What can be held whole is bounded by a weighted independent set: groups whose hulls
 share an atom and are both held whole lie in one block, and so does a whole chain of
@@ -50,17 +50,14 @@ import itertools
 import math
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import numpy as np
 from scipy.optimize import LinearConstraint, milp  # imported up front: the first call
 from scipy.sparse import coo_array  # would otherwise pay it inside a time limit
 
-from jaxplace.exact.bbr_split import SplitData, cut_counts, split_data
-from jaxplace.exact.bbr_tolerance import ATOL, RTOL
+from jaxplace.exact.bbr.instance import ATOL, RTOL, Model
+from jaxplace.exact.bbr.split import SplitData, cut_counts, split_data
 
-if TYPE_CHECKING:
-    from jaxplace.exact.bbr_model import Model
 
 #: Pairs of one group's atoms looked at for conflicts: at most this many atoms per
 #: group (any subset's clique is still a clique).
@@ -105,7 +102,7 @@ CHAIN_STEP = 0.004
 #: Chain cuts kept for later guesses (a cut found at T holds at every T' <= T).
 CHAIN_POOL = 4000
 
-#: Cut groups' block counts (`bbr_split`) only up to this many atoms: their T-free part
+#: Cut groups' block counts (`split`) only up to this many atoms: their T-free part
 #: adds 0.1-0.2 s to the model at 79-186 REGAL ops, 1 s at 300 and 3-6 s at 500-1,000
 #: (load 11), where the whole rung takes about a second.
 SPLIT_MAX_ATOMS = 250
@@ -169,7 +166,7 @@ class CrossData:
     atom_work: np.ndarray = None
     atom_param: np.ndarray = None
     overlap: list = None
-    split: SplitData | None = None  # `bbr_split`: blocks a cut group touches at least
+    split: SplitData | None = None  # `split`: blocks a cut group touches at least
     whole_memo: dict = field(default_factory=dict)  # (q, apart, T) -> `_whole_most`
     chain_pool: list = field(default_factory=list)  # (T found at, groups) chain cuts
 
@@ -404,7 +401,7 @@ def _whole_most(cd: CrossData, q: np.ndarray, apart: np.ndarray,
                 T: float = math.inf, enough: float = -math.inf,
                 deadline: float = math.inf, cut: np.ndarray | None = None) -> float:
     """An upper bound on the size of the groups a split of cost <= T holds whole, each
-    counted `cut` times (the blocks it is paid by at least when cut, `bbr_split`;
+    counted `cut` times (the blocks it is paid by at least when cut, `split`;
     default twice: what it saves over being cut): only groups with q = 0 can be; two
     whose hulls overlap can only if their union fits (`apart` false), three likewise,
     and a chain of overlapping hulls only if its union hull fits one block
@@ -711,7 +708,7 @@ def need(cd: CrossData, T: float, q: np.ndarray | None = None, goal: float = mat
     if base + float(q @ cd.gsize) > goal:
         return base + float(q @ cd.gsize)
     # a group not held whole is touched by 2 blocks at least, by q when q > 2, and by
-    # 3 or 4 when its atoms cannot be split over fewer (`bbr_split`)
+    # 3 or 4 when its atoms cannot be split over fewer (`split`)
     cut = cut_counts(cd.split, T, q, cd.gsize, win)
     most = float(cut @ cd.gsize)
     paid = most - _whole_most(cd, q, apart, T if chains else math.inf,

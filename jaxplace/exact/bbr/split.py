@@ -1,6 +1,6 @@
 """How many blocks a cut tensor group touches at least: the splits of its atoms.
 
-`bbr_cross` counts a group that is not held whole as paid twice (by two blocks) unless
+`cross` counts a group that is not held whole as paid twice (by two blocks) unless
 its atoms hold a clique of pairs that cannot share a block. On REGAL-like graphs at
 k = 8-16 the searched plans touch a cut group with about 3 blocks on average, so most
 of what the plans pay is above that count.
@@ -12,9 +12,9 @@ block order), its atoms split into X_i = g & B_i. Every such split must pass:
 - no atom of X_j is an ancestor of an atom of X_i for i < j (edges go forward);
 - B_i costs at most T, and it pays at least: the work and overflow of hull(X_i), g
   itself (it touches g without holding all of it), every group touching the hull that
-  no block can hold whole (q > 0 in `bbr_cross`), and for each other group touching
+  no block can hold whole (q > 0 in `cross`), and for each other group touching
   the hull, its size or the work of its atoms outside the hull (holding it whole): the
-  least over a threshold, as in `bbr_cross._paid`;
+  least over a threshold, as in `cross._paid`;
 - where the station windows apply, block indices b_1 < ... < b_r exist with b_i in
   the window of every atom of X_i (the windows hold whatever the numbering).
 
@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from jaxplace.exact.bbr_tolerance import ATOL, RTOL
+from jaxplace.exact.bbr.instance import ATOL, RTOL
 
 #: Groups with more atoms keep the count 2 (any count below the true one is valid):
 #: 3^7 labelings per group at most.
@@ -144,9 +144,9 @@ def split_data(gatoms: np.ndarray, adn: np.ndarray, aup: np.ndarray, gsize: np.n
 def cut_counts(sd: SplitData | None, T: float, q: np.ndarray, gsize: np.ndarray,
                win=None) -> np.ndarray:
     """(G,) a lower bound on the blocks touching each group in every split of cost <= T
-    that does not hold it whole: at least 2 and q (`bbr_cross.crossings` at T), 3 or 4
+    that does not hold it whole: at least 2 and q (`cross.crossings` at T), 3 or 4
     where no split into 2 (3) parts passes the module doc's tests. `win`: the atoms'
-    station windows at T (`bbr_cross.atom_windows`), or None."""
+    station windows at T (`cross.atom_windows`), or None."""
     c = np.maximum(q, 2).astype(np.int64)
     if sd is None or not math.isfinite(T):
         return c

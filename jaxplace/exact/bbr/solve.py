@@ -2,7 +2,7 @@
 
 The DP over ideals (`dp`) enumerates every ideal; on random DAGs there are far too
 many. BB&R visits only the chains of ideals that its bounds cannot cut, depth first,
-remembering the states it has refuted (`bbr_search`). It answers one question, "is
+remembering the states it has refuted (`search`). It answers one question, "is
 there a split with every block <= T?" (`feasible`), and `solve_bbr` asks it for a
 sequence of guesses T between a lower bound and the best split known (guess and check,
 as in Alvarez-Miranda, Pereira and Vila's BB&R for SALBP-2, Computers & Operations
@@ -28,9 +28,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from jaxplace.cost import evaluate_partition, simple_lower_bound
-from jaxplace.exact.bbr_cross import crossing_bound
-from jaxplace.exact.bbr_model import Model, build_model, tdata
-from jaxplace.exact.bbr_search import CheckStats, Memo, OutOfTime, check
+from jaxplace.exact.bbr.cross import crossing_bound
+from jaxplace.exact.bbr.model import Model, build_model, tdata
+from jaxplace.exact.bbr.search import CheckStats, Memo, OutOfTime, check
 from jaxplace.problem import Problem
 
 #: Refuted to within this (relative to the best cost) of a guess that ran out of time,
@@ -95,7 +95,7 @@ class BbrResult:
         found: the best split came from BB&R (not the one given).
         memo: refuted states remembered at the end; time: seconds.
         cross_bound: the forced crossings' bound the climb started from
-            (`bbr_cross.crossing_bound`; -inf: not computed).
+            (`cross.crossing_bound`; -inf: not computed).
     """
 
     lower_bound: float

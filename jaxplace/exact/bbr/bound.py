@@ -6,7 +6,7 @@
   result's `assignment`, and a refutation just under the best partition's cost proves
   it optimal. Valid for CPU blocks and CPU-only ops too.
 - `CrossBound` (a closed-form rung, not registered here): the forced-crossings bound
-  of `bbr_cross` alone, in milliseconds; 0 ("skipped") with CPU blocks.
+  of `cross` alone, in milliseconds; 0 ("skipped") with CPU blocks.
 - `bbr_exact`: the same as the planner's exact step (`jaxplace.search.planner`, option
   `exact="bbr"`), answering an `ExactAnswer`.
 """
@@ -18,7 +18,10 @@ import time
 from dataclasses import dataclass
 
 from jaxplace.bounds.base import BoundContext, MethodResult
-from jaxplace.exact.bbr import BbrConfig, solve_bbr
+from jaxplace.cost import simple_lower_bound
+from jaxplace.exact.bbr.cross import crossing_bound
+from jaxplace.exact.bbr.model import build_model
+from jaxplace.exact.bbr.solve import BbrConfig, solve_bbr
 from jaxplace.objectives.base import ExactAnswer
 from jaxplace.problem import Problem
 
@@ -50,17 +53,13 @@ class BbrBound:
 
 @dataclass(frozen=True)
 class CrossBound:
-    """The forced-crossings bound (`bbr_cross.crossing_bound`) as a ladder method:
+    """The forced-crossings bound (`cross.crossing_bound`) as a ladder method:
     bisection between the simple bound and the best partition known."""
 
     name: str = "cross"
     kind: str = "closed-form"
 
     def run(self, problem: Problem, context: BoundContext) -> MethodResult:
-        from jaxplace.cost import simple_lower_bound
-        from jaxplace.exact.bbr_cross import crossing_bound
-        from jaxplace.exact.bbr_model import build_model
-
         t0 = time.perf_counter()
         L = float(simple_lower_bound(problem))
         if not math.isfinite(L):
