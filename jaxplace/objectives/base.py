@@ -25,6 +25,10 @@ from jaxplace.errors import JaxplaceError
 #: Partitions `Objective.brute_force` enumerates at most.
 BRUTE_FORCE_MAX = 20_000
 
+#: Decoder evaluations of an objective's default search that keeps the generic
+#: `Objective.default_budget` (about 3x the paper's brkga-10000).
+DEFAULT_SEARCH_BUDGET = 30_000
+
 
 @dataclass(frozen=True)
 class ExactAnswer:
@@ -157,7 +161,7 @@ class Objective(abc.ABC):
         user's seconds, if any (an objective may spend more evaluations then);
         `polish`: the caller's polish option (None: the objective's own rule;
         objectives without a polish ignore it)."""
-        return min(30_000, max(3000, 600 * problem.n))
+        return min(DEFAULT_SEARCH_BUDGET, max(3000, 600 * problem.n))
 
     @abc.abstractmethod
     def lower_bound(self, problem) -> float:

@@ -10,10 +10,6 @@ from __future__ import annotations
 
 from jaxplace.search.request import SearchRequest
 
-#: Decoder evaluations of the default search on objectives that keep the generic rule
-#: (`Objective.default_budget`; about 3x the paper's brkga-10000).
-DEFAULT_BUDGET = 30_000
-
 
 def default_budget(problem, time_limit: float | None = None,
                    polish: bool | None = None) -> int:
@@ -33,4 +29,4 @@ def default_search(req: SearchRequest):
     return plan(req)
 
 
-__all__ = ["DEFAULT_BUDGET", "default_budget", "default_search"]
+__all__ = ["default_budget", "default_search"]
