@@ -34,7 +34,7 @@ class Problem:
             overflow term.
         capacity: hard per-block parameter limit: a block whose parameters exceed it
             costs +inf. None: no limit.
-        cpus: CPU blocks in addition to the k accelerator blocks (mtpp.md section 5): a
+        cpus: CPU blocks in addition to the k accelerator blocks (the NeurIPS 2020 model): a
             CPU block costs the sum of the nodes' `cpu_latency` (a graph node
             attribute) and pays no transfers; nodes whose `supported_on_accel` is false
             may only go to a CPU. Blocks 0..k-1 are accelerators, k..k+cpus-1 CPUs.

@@ -151,8 +151,8 @@ def segment_cost_columns(problem: Problem, order):
     """Yield (r, c) where c[l] = f(units at positions l..r) on an accelerator.
 
     Streams over r with O(n) memory: each step applies a few range additions
-    (difference array, one prefix sum), as in mtpp.md "Segment costs without O(n^2)
-    memory", generalized to placement units and to consumers that precede their
+    (difference array, one prefix sum), as in docs/problem.md section 2 (segment costs streamed
+    in O(n k) memory), generalized to placement units and to consumers that precede their
     producer (training graphs). Overflow and capacity are applied to the column;
     segments holding a node unsupported on accelerators cost +inf. For plain graphs
     positions are node positions in `order`.

@@ -29,7 +29,7 @@ import numpy as np
 HELP = ("lower-bound ladder (simple, bottleneck, guess, exact, bbr) on REGAL-like graphs "
         "or the ONNX models of the test set")
 
-# Archer et al. (ICML 2024), 1000 REGAL graphs, 1 h Gurobi/SCIP per MIP (mtpp.md sec. 4).
+# Archer et al. (ICML 2024), 1000 REGAL graphs, 1 h Gurobi/SCIP per MIP (docs/problem.md section 4).
 PAPER_REGAL = {
     "simple": {2: 0.9579, 4: 0.8795, 8: 0.7911, 16: 0.5821, 32: 0.4087, 64: 0.3336},
     "bottleneck": {2: 0.9794, 4: 0.8818, 8: 0.7918, 16: 0.5824, 32: 0.4090, 64: 0.3338},
@@ -38,10 +38,10 @@ PAPER_REGAL = {
     "exact": {2: 0.9804, 4: 0.9579, 8: 0.9407, 16: 0.8929, 32: 0.5910, 64: 0.3810},
 }
 LADDER = ("simple", "bottleneck", "bottleneck-guess", "exact")
-#: The ONNX suite's default: the MIP rungs and BB&R (issue 53's comparison).
+#: The ONNX suite's default: the MIP rungs and BB&R side by side.
 ONNX_LADDER = ("simple", "bottleneck", "exact", "bbr")
 
-# Issue 53's targets for the default certificate (60 s, 2-core CPU): LB/UB per k.
+# Targets for the default certificate (60 s, 2-core CPU): LB/UB per k.
 TARGET_53 = {4: 0.97, 8: 0.97, 16: 0.93}
 
 
@@ -179,7 +179,7 @@ def run_ladder(instances, args, caption: str, *, paper: bool, check_dp: bool = F
                ) -> str:
     """The ladder on every (name, graph) of `instances` at every k of `args.ks`: per
     instance one line, then the table (geometric mean LB/UB per rung, the share proven
-    optimal per rung and by the best bound) and issue 53's layout."""
+    optimal per rung and by the best bound) and the MIP rungs and BB&R side by side."""
     import jaxplace as jp
     from jaxplace.bounds import certify
 
@@ -290,7 +290,7 @@ def _registry(bounds, names):
 
 def _issue_table(ks, methods, frac, best, proven, count, bounds, rung_proven,
                  paper: bool = True) -> list[str]:
-    """Issue 53's layout: per k the MIP rungs and BB&R side by side (geometric mean
+    """The side-by-side layout: per k the MIP rungs and BB&R side by side (geometric mean
     LB/UB, and in brackets the graphs that rung alone proves optimal), the best bound,
     the share proven, and for REGAL-like graphs the paper's hour of Gurobi and the
     target."""

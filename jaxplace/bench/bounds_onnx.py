@@ -1,4 +1,4 @@
-"""The ONNX graphs of `bench bounds --suite onnx` (issue 53: the bound ladder, BB&R
+"""The ONNX graphs of `bench bounds --suite onnx` (the bound ladder, BB&R
 included, on the ONNX models of the test set), built or found without a download.
 
 - `light_<name>`: the "light" models the onnx package ships for its backend tests

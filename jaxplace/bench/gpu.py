@@ -1,4 +1,4 @@
-"""`jaxplace bench gpu`: the GPU figures of issue 52 in one command, one JSON, one table.
+"""`jaxplace bench gpu`: the GPU figures in one command, one JSON, one table.
 
 Three parts, each written to the JSON and the markdown as soon as it is done (a run
 stopped by a timeout keeps the parts before):

@@ -1,4 +1,4 @@
-"""`jaxplace bench search --phases`: the cold path, phase by phase (issue 51).
+"""`jaxplace bench search --phases`: the cold path, phase by phase.
 
 Two tables on the regal-time suite (`--count` graphs, k = 4, 8, 16 unless `--ks`):
 

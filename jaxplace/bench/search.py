@@ -2,7 +2,7 @@
 
 For every graph of `jaxplace.generators.regal_set(count, seed)` and every k, runs each
 method and prints the geometric-mean ratio of its best cost to the simple lower bound
-(lower is better; mtpp.md section 4 has the paper's numbers), then the median wall
+(lower is better; docs/problem.md section 4 has the paper's numbers), then the median wall
 time per run (compile time included in the first run of each padded shape).
 
 Method names: "random-T" (best of T uniform vectors), "brkga-PxG" (population P,
@@ -10,12 +10,12 @@ G generations: "brkga-10x10" is the paper's brkga-100, "brkga-100x100" its
 brkga-10000), "mla", "mla-weighted", "dfs", "default", or any `jaxplace.search` method
 name (budget 10,000).
 
-`--suite regal-time`: time to solution as a user meets it (issue 14): fresh REGAL
+`--suite regal-time`: time to solution as a user meets it: fresh REGAL
 graphs (`--count`, default 30; graph i with k = ks[i % len(ks)], default 4,8,16), each
 jaxplace method in a fresh process (cold wall with compiles, XLA programs compiled,
 warm wall), the C++ BRKGA peer (`cpp-brkga-10000`) in the same run, cost ratios and
 the cost-vs-wall-time curve; see `jaxplace.bench.search_time`. Exit status 1 when a
-target of issue 14 is missed.
+target is missed.
 
 `--suite dnn`: DNN-like graphs of the generators (transformer, resnet, inception, unet;
 100-400 nodes, jitter seed `--seed` + 1) for k in `--ks` (default 2,4,8): the default

@@ -1,5 +1,5 @@
 """`jaxplace bench workloads DIR`: every NeurIPS 2020 workload in a folder, our cost
-next to the published optimum (Tarnawski et al. 2020, Table 1; mtpp.md section 5).
+next to the published optimum (Tarnawski et al. 2020, Table 1; docs/problem.md section 5).
 
 Each partition is then proven (unless --no-proof): `certify` with the ladder that
 `bounds.registry.choose_methods` picks for the input (the DP over ideals when it has at

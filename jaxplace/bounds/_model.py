@@ -23,7 +23,7 @@ Python loops), in this order:
 Contiguity (the acyclic rows) applies to `units.ordering_edges` (the forward edges of
 training graphs, NeurIPS 2020 model).
 
-CPU blocks (`BlockSpec.cpu_blocks`, mtpp.md section 5: a CPU block costs the sum of its
+CPU blocks (`BlockSpec.cpu_blocks`, the NeurIPS 2020 model: a CPU block costs the sum of its
 nodes' `cpu_latency` and pays no transfers; nodes unsupported on accelerators only on
 CPUs): the nb = k + cpus blocks in DAG order each get a binary type t_b (1: CPU), with
 sum_b t_b = cpus, and continuous xc[v,b] = x[v,b] t_b ("v on CPU block b"), linearized
@@ -36,7 +36,7 @@ the crossing rows (c[t,b] >= xa[v,b] - x[u,b]: a tensor entering or leaving a CP
 block costs that block nothing; the accelerator at the other end still pays it).
 
 The two c rows hold for every assignment, acyclic or not; they are the tight form of
-mtpp.md's `c >= y[u,b-1] + x[v,b] - 1` and `c >= x[u,b] - y[v,b]`: on every acyclic
+the textbook rows `c >= y[u,b-1] + x[v,b] - 1` and `c >= x[u,b] - y[v,b]`: on every acyclic
 partition they give the same value, and in the LP they are never weaker:
 x[v,b] - x[u,b] = (y[u,b-1] + x[v,b] - 1) + (1 - y[u,b]).
 Costs are divided by a scale (the simple bound) for numerics; bounds are scaled back.

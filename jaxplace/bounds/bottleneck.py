@@ -1,4 +1,4 @@
-"""Three-superblock relaxations of MTPP (Archer et al., ICML 2024; mtpp.md section 3).
+"""Three-superblock relaxations of MTPP (Archer et al., ICML 2024; docs/problem.md section 3).
 
 The heaviest-work block P_j of an optimal partition (work >= the simple bound L) with
 superblocks before and after it: minimize f(middle) subject to work(middle) >= L.

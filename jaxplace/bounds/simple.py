@@ -1,4 +1,4 @@
-"""The simple bound L = max(max_v work(v), sum_v work(v) / k) (mtpp.md section 3).
+"""The simple bound L = max(max_v work(v), sum_v work(v) / k) (docs/problem.md section 3).
 
 Communication ignored; with CPU blocks or colocation it is taken per placement unit
 (see `jaxplace.cost.throughput_lower_bound`). Closed form: no solver.

@@ -45,7 +45,7 @@ from jaxplace.decoder.kahn import EMITTED
 from jaxplace.decoder.layout import DeviceGraph, Spec
 
 #: DP_SCANS = 0 only: the DP scan over r split into this many scans with growing
-#: static windows (then a sliding one), the layout before issue 51.
+#: static windows (then a sliding one), the older layout with more scans.
 WINDOW_BLOCKS = 4
 #: Block length of the blocked suffix sum (sequential within, recursive across).
 SUM_BLOCK = 16

@@ -4,7 +4,7 @@ Families: `transformer` (decoder/encoder stacks), `resnet` (residual CNNs, basic
 bottleneck blocks), `inception` (branch modules with concat), `unet` (encoder/decoder
 with long skip connections). One node per op (conv, batch norm, relu, matmul, ...).
 
-Units (the MTPP model with bandwidth B = 1, mtpp.md section 1):
+Units (the MTPP model with bandwidth B = 1, docs/problem.md section 1):
 
 - `work`: microseconds on a nominal accelerator, roofline style (Williams et al.,
   CACM 2009): max(FLOPs / FLOPS_PER_US, bytes moved / HBM_BYTES_PER_US), bytes moved

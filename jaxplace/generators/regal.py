@@ -1,4 +1,4 @@
-"""REGAL-like random computation graphs (Paliwal et al., ICLR 2020; mtpp.md section 4).
+"""REGAL-like random computation graphs (Paliwal et al., ICLR 2020; docs/problem.md section 4).
 
 Recipe, all randomness from `numpy.random.default_rng(seed)` (no global state, no
 networkx randomness, so a seed gives the same graph on every platform):
@@ -22,13 +22,13 @@ networkx randomness, so a seed gives the same graph on every platform):
    tensor sizes (its predecessors' outputs) and its own output size, clipped below
    at WORK_FLOOR_FRACTION * mean(size_out) (= 0.5 for the default sizes).
    With `noise="local"` (default) S = s(v); with `noise="global"` S = the sum of
-   all tensor sizes of the graph (the literal reading of mtpp.md section 4).
+   all tensor sizes of the graph (the literal reading of the recipe as Archer et al. state it).
 
    Why "local" is the default: with the global reading r*S is about +-0.1 * 50n,
    an order of magnitude above s(v), so half the nodes are clipped to the floor and
    a few nodes carry most of the work; the simple bound is then max_v work and the
-   published REGAL search ratios (1.2 at k=4 rising to 3.0 at k=64, mtpp.md
-   section 4) cannot come out. The local reading gives work of the order of tensor
+   published REGAL search ratios (1.2 at k=4 rising to 3.0 at k=64, Archer
+   et al.) cannot come out. The local reading gives work of the order of tensor
    sizes as in the REGAL CostGraphDef examples. `meta["noise"]` records the choice.
 
 The r(v) draws are kept in `node_attrs["regal_r"]` so the formula can be checked.

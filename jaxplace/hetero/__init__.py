@@ -1,4 +1,5 @@
-"""Pipeline throughput on a cluster of unequal devices (issue 17).
+"""Pipeline throughput on a cluster of unequal devices (per-device op times and
+memory, per-link bandwidth).
 
 Stages go to distinct devices in an order searched beside the node priorities: a
 candidate is (node priorities, device keys); Kahn gives the op order, the keys the

@@ -1,7 +1,7 @@
 """NumPy float64 reference of pipeline throughput on unequal devices: the oracle of
 `jaxplace.hetero.decoder` (the cost model is in `jaxplace.hetero.model`).
 
-- `slice_on_devices(inst, order, devices, k)`: the slicing DP of mtpp.md section 2
+- `slice_on_devices(inst, order, devices, k)`: the slicing DP of docs/problem.md section 2
   (Archer et al., ICML 2024) with the device sequence given: the order is split into
   S <= k contiguous non-empty stages, stage s on `devices[s]` (a prefix of the
   sequence). With P[s][t] the best bottleneck of the first t ops in exactly s+1

@@ -1,5 +1,5 @@
-"""Small seeded latency problems that MOIRAI's MILP solves exactly (issue 17's target
-"search within 1% of the optimum"), for `jaxplace bench latency --small` and tests.
+"""Small seeded latency problems that MOIRAI's MILP solves exactly (to check that
+the search ends within 1% of the optimum), for `jaxplace bench latency --small` and tests.
 
 `random_dag(seed, n)`: n ops built with the roofline model of `latency.models` (so op
 times differ per device profile as for the GPT/Swin graphs): each op reads one or two

@@ -1,5 +1,5 @@
 """Differentiable relaxation of MTPP: a smooth surrogate of the block costs over soft
-assignments, optimized by gradient descent, decoded exactly (issue 19).
+assignments, optimized by gradient descent, decoded exactly.
 
 - `surrogate`: `RelaxGraph` / `relax_graph`, `soft_costs`, `exact_costs` (the
   surrogate at a one-hot assignment equals `jaxplace.cost.evaluate_partition`).
