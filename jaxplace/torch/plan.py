@@ -114,16 +114,20 @@ class PipelinePlan:
 
 def module_boundaries(ops: Sequence[TracedOp]) -> dict[int, str]:
     """{op position: FQN} where SplitPoint.BEGINNING of that module cuts the program:
-    the module's ops are one contiguous run (so it is called once, and a pre-forward
-    split falls exactly before its first op), not at position 0. Where several modules
-    begin at one position, the outermost is named."""
+    the module is called once (SplitPoint.BEGINNING cuts before every call; a module
+    called twice, even back to back, would cut twice) and its ops are one contiguous
+    run (so the pre-forward split falls exactly before its first op), not at position
+    0. Where several modules begin at one position, the outermost is named."""
     runs: dict[str, list[int]] = {}
+    calls: dict[str, set[str]] = {}
     for i, op in enumerate(ops):
-        for fqn in op.modules:
+        for j, fqn in enumerate(op.modules):
             runs.setdefault(fqn, []).append(i)
+            if j < len(op.calls):
+                calls.setdefault(fqn, set()).add(op.calls[j])
     out: dict[int, tuple[int, str]] = {}
     for fqn, idx in runs.items():
-        if idx[0] == 0 or idx[-1] - idx[0] + 1 != len(idx):
+        if idx[0] == 0 or idx[-1] - idx[0] + 1 != len(idx) or len(calls.get(fqn, ())) > 1:
             continue
         depth = fqn.count(".")
         if idx[0] not in out or depth < out[idx[0]][0]:

@@ -21,11 +21,16 @@ from jaxplace.torch.aten_costs import aten_name, op_cost
 
 @dataclass(frozen=True)
 class TracedOp:
-    """One op of the traced program: its graph name, ATen name and module stack."""
+    """One op of the traced program: its graph name, ATen name and module stack.
+
+    `calls` names each enclosing module's call (torch.export's module-stack keys, one
+    per call: "L__self___block" and "L__self___block@1" for a module called twice), so
+    a module run twice in a row is told from one run once."""
 
     name: str
     aten: str
     modules: tuple[str, ...]  # FQNs of the enclosing modules, outermost first
+    calls: tuple[str, ...] = ()  # the same modules' call keys, outermost first
 
 
 def require_torch():
@@ -110,8 +115,9 @@ def from_torch(module, example_args: Sequence, example_kwargs: dict | None = Non
                                           window=_window(node) if "pool" in name else 1)
         if not known:
             unknown.add(name)
-        stack = tuple(fqn for fqn, _ in (node.meta.get("nn_module_stack") or {}).values()
-                      if fqn)
+        frames = [(key, fqn) for key, (fqn, _) in
+                  (node.meta.get("nn_module_stack") or {}).items() if fqn]
+        stack = tuple(fqn for _, fqn in frames)
         where = stack[-1] if stack else ""
         in_t = sorted({tid for a in ins_nodes if src.get(a, ("x",))[0] == "t"
                        for tid in src[a][1]})
@@ -120,7 +126,7 @@ def from_torch(module, example_args: Sequence, example_kwargs: dict | None = Non
         _, tids = b.add_node(label, name, flops, nbytes, t, in_tensors=in_t, in_params=in_p,
                              out_bytes=[o.numel() * o.element_size() for o in outs])
         src[node] = ("t", tids)
-        ops.append(TracedOp(label, name, stack))
+        ops.append(TracedOp(label, name, stack, tuple(key for key, _ in frames)))
     graph = b.build({"source": "torch", "name": type(module).__name__,
                      "unknown_ops": sorted(unknown)})
     return graph, ops
