@@ -61,6 +61,8 @@ FUSED_PLATFORMS = ("gpu",)
 #: Bytes of priority keys per compiled call of the fused kernel on a GPU: it keeps its
 #: per-candidate state inside the kernel, so a chunk needs only its keys and inputs.
 FUSED_CHUNK_BYTES = 256 << 20
+#: The Pallas kernels (power-of-two shapes, state inside the kernel).
+KERNEL_IMPLS = ("fused", "sparse")
 
 
 def default_platform(devices: Sequence | None = None) -> str:
@@ -170,6 +172,7 @@ class Evaluator:
         impl: "auto" (`resolve_impl`: "fused" on GPUs where it applies, else
             "lanes"), "lanes" (population-minor fast path), "simple" (vmapped oracle)
             or "fused" (one Pallas kernel per block of candidates, `fused.py`; full DP,
+            "sparse": `sparse_fused.py`, the same doing only the work it needs;
             no CPU blocks; interpret mode off GPUs). `self.impl` is the one resolved.
         chunk_size, devices, memory_budget, threads: see `Batching` (the fused kernel
             on a GPU: `fused_chunk_size` by default).
@@ -192,7 +195,7 @@ class Evaluator:
         impl = resolve_impl(impl, lambda: spec or fused_spec_of(self.problems),
                             platform=platform, precision=precision)
         self.impl = impl
-        if chunk_size is None and impl == "fused" and platform in FUSED_PLATFORMS:
+        if chunk_size is None and impl in KERNEL_IMPLS and platform in FUSED_PLATFORMS:
             chunk_size = fused_chunk_size(spec or fused_spec_of(self.problems),
                                           len(self.problems) if self.multi else 1)
         self.batching = Batching.of(chunk_size, devices, memory_budget, threads)
@@ -203,7 +206,7 @@ class Evaluator:
         self._bounds = None
 
     def _build(self, spec):
-        if spec is None and self.impl == "fused":  # the kernel's power-of-two shapes
+        if spec is None and self.impl in KERNEL_IMPLS:  # the kernels' power-of-two shapes
             spec = fused_spec_of(self.problems)
         if self.multi:
             return stack_graphs(self.problems, dtype=self.dtype, spec=spec)

@@ -16,7 +16,7 @@ from functools import partial
 import jax
 import jax.numpy as jnp
 
-from jaxplace.decoder import fused, lanes
+from jaxplace.decoder import fused, lanes, sparse_fused
 from jaxplace.decoder.kahn import kahn_one, priority_keys
 from jaxplace.decoder.layout import DeviceGraph, Spec
 from jaxplace.decoder.slicing import slice_one
@@ -26,14 +26,14 @@ from jaxplace.errors import JaxplaceError
 FLOAT32_RTOL = 1e-5
 #: Default implementation of the population scorer.
 IMPL = "lanes"
-IMPLS = ("lanes", "simple", "fused")
+IMPLS = ("lanes", "simple", "fused", "sparse")
 
 
 def check_impl(spec: Spec, impl: str) -> None:
     """Raise when `impl` is unknown or cannot handle the graphs of `spec`."""
     if impl not in IMPLS:
         raise JaxplaceError(f"must be one of {', '.join(IMPLS)}, got {impl!r}", field="impl")
-    if impl == "fused":
+    if impl in ("fused", "sparse"):
         fused.check(spec)
     if impl == "simple" and (spec.NX or spec.C or spec.use_bad):
         raise JaxplaceError("the simple decoder handles plain graphs only (no "
@@ -61,12 +61,15 @@ def unit_priorities(spec: Spec, g: DeviceGraph, X: jnp.ndarray) -> jnp.ndarray:
 def score_keys(spec: Spec, g: DeviceGraph, keys: jnp.ndarray, *, impl: str = IMPL,
                window: int | None = None) -> jnp.ndarray:
     """(P,) costs for (P, N) int32 unit keys. `impl`: "lanes" (fast), "simple" (the
-    vmapped oracle) or "fused" (one Pallas kernel, fused.py)."""
+    vmapped oracle) "fused" (one Pallas kernel, fused.py) or "sparse" (the kernel doing only
+    the work it needs, sparse_fused.py)."""
     check_impl(spec, impl)
     if impl == "simple":
         return jax.vmap(partial(score_one_keys, spec), in_axes=(None, 0))(g, keys)
     if impl == "fused":
         return fused.score_prio(spec, g, keys)
+    if impl == "sparse":
+        return sparse_fused.score_prio(spec, g, keys)
     return lanes.score_prio(spec, g, keys, window)
 
 
@@ -84,6 +87,8 @@ def score(spec: Spec, g: DeviceGraph, X: jnp.ndarray, *, impl: str = IMPL,
         return lanes.score_prio(spec, g, U, window)
     if impl == "fused":  # always the full DP
         return fused.score_prio(spec, g, U)
+    if impl == "sparse":
+        return sparse_fused.score_prio(spec, g, U)
     keys = jax.vmap(priority_keys, in_axes=(0, None))(U, g.n)
     return score_keys(spec, g, keys, impl=impl)
 
