@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -78,9 +78,17 @@ def _start(model: BlockModel, problem: Problem, pc):
 def exact_bound(problem: Problem, assignment=None, *, relax: bool = False,
                 time_limit: float = 60.0, threads: int = 1, mip_rel_gap: float = 1e-6,
                 z_lb: float | None = None, progress=None, cutoff: bool = True,
-                model: BlockModel | None = None, highs_options: dict | None = None):
+                model: BlockModel | None = None, highs_options: dict | None = None,
+                confirm: bool = True):
     """Solve the exact MIP, warm-started from `assignment` when given
     (`highs_options`: more HiGHS options, e.g. deterministic node limits).
+
+    `confirm`: when the warm-started solve claims that nothing beats its incumbent,
+    solve again without the start (`confirm_without_start`) and keep that bound: HiGHS
+    1.15's presolve can fix z at its lower bound and then accept the start's image in
+    the presolved model as optimal, returning the start's objective as a proven
+    optimum although a cheaper partition exists. A caller that only wants better
+    partitions, not a bound (the MIP polish), may skip it.
 
     Returns:
         (SolveResult, assignment or None, BlockModel): the solve (its `bound` is the dual
@@ -98,6 +106,7 @@ def exact_bound(problem: Problem, assignment=None, *, relax: bool = False,
     obj_bound = None
     if cutoff and ub is not None and not relax:
         obj_bound = ub * (1 + 1e-7) + 1e-12
+    t0 = time.perf_counter()
     res = solve_model(model, relax=relax, time_limit=time_limit, threads=threads,
                       mip_rel_gap=mip_rel_gap, start=start, objective_bound=obj_bound,
                       progress=progress, options=highs_options)
@@ -107,7 +116,61 @@ def exact_bound(problem: Problem, assignment=None, *, relax: bool = False,
     found = None
     if not relax and res.col_value is not None:
         found = model.assignment(res.col_value)
+    if confirm and start is not None and not relax and claims_proof(res, ub, mip_rel_gap):
+        left = time_limit - (time.perf_counter() - t0)
+        res, found = confirm_without_start(
+            problem, model, res, found, ub, time_limit=left, threads=threads,
+            mip_rel_gap=mip_rel_gap, cutoff=cutoff, progress=progress,
+            highs_options=highs_options)
     return res, found, model
+
+
+#: Relative slack within which a MIP's bound "reaches" its incumbent (a claimed proof).
+PROOF_RTOL = 1e-9
+#: Seconds a confirming solve always gets, even when the first one used the whole limit.
+CONFIRM_MIN_SECONDS = 0.05
+#: What a confirming solve's status says when it does not reach the first one's bound.
+DISAGREES = "disagrees: with the MIP start {first} at {claimed:.10g}, without it {second}"
+
+
+def claims_proof(res, ub: float, mip_rel_gap: float) -> bool:
+    """Does the solve claim that nothing is cheaper than its incumbent or `ub`?"""
+    best = min(ub, res.primal)
+    return math.isfinite(best) and res.bound >= best * (1 - mip_rel_gap - PROOF_RTOL)
+
+
+def confirm_without_start(problem: Problem, model: BlockModel, res, found, ub: float, *,
+                          time_limit: float, threads: int, mip_rel_gap: float,
+                          cutoff: bool, progress, highs_options: dict | None):
+    """Solve `model` again without the MIP start (the cutoff kept) and return its bound.
+
+    The first solve's bound is not used: its claim is what is being checked. When the
+    second solve proves less (a time limit, or a cheaper partition), its status says so
+    (`DISAGREES`) and its smaller bound stands; a cheaper incumbent it finds is returned.
+
+    Returns:
+        (SolveResult, assignment or None) as `exact_bound`'s first two.
+    """
+    best = ub if found is None else min(
+        ub, evaluate_partition(problem, found).bottleneck)
+    obj_bound = best * (1 + 1e-7) + 1e-12 if cutoff else None
+    again = solve_model(model, time_limit=max(time_limit, CONFIRM_MIN_SECONDS),
+                        threads=threads, mip_rel_gap=mip_rel_gap, start=None,
+                        objective_bound=obj_bound, progress=progress,
+                        options=highs_options)
+    found2 = model.assignment(again.col_value) if again.col_value is not None else None
+    if found2 is not None and evaluate_partition(problem, found2).bottleneck < best:
+        found, best = found2, evaluate_partition(problem, found2).bottleneck
+    bound = min(float(again.bound), best)
+    status = again.status if again.status != "Infeasible" else res.status
+    if bound < res.bound * (1 - mip_rel_gap - PROOF_RTOL):
+        status = DISAGREES.format(first=res.status, claimed=res.bound, second=again.status)
+    primal = min(res.primal, again.primal)
+    gap = 0.0 if bound >= primal else (primal - bound) / primal if primal > 0 else math.inf
+    return replace(res, status=status, bound=bound, primal=primal, gap=gap,
+                   time=res.time + again.time, nodes=res.nodes + again.nodes,
+                   col_value=again.col_value if again.col_value is not None
+                   else res.col_value, history=res.history + again.history), found
 
 
 @dataclass(frozen=True)

@@ -111,7 +111,7 @@ def mip_polish(problem: Problem, assignment, *, time_limit: float | None = None,
     bound (only a full MIP proves one), and "stopped": "time limit" when the time limit
     cut it short; `report`, when given, receives it whether or not the polish improved.
     """
-    from jaxplace.bounds.exact import dag_numbering, exact_model
+    from jaxplace.bounds.exact import claims_proof, dag_numbering, exact_model
 
     method = POLISH_METHOD if method is None else method
     if method not in ("full", "band"):
@@ -149,7 +149,10 @@ def mip_polish(problem: Problem, assignment, *, time_limit: float | None = None,
                 "nodes": info.get("nodes", 0) + step["nodes"],
                 "free": info.get("free", []) + [problem.n if free is None
                                                  else int(free.sum())]}
-        if free is not None:  # a restricted MIP bounds only its neighbourhood
+        if free is not None or claims_proof(res, cur.bottleneck, 1e-6):
+            # a restricted MIP bounds only its neighbourhood; a claim that the start is
+            # optimal is left unconfirmed here (`exact_bound`'s `confirm`, skipped:
+            # the polish wants partitions), so neither is reported as a bound
             info["lower_bound"] = float(throughput_lower_bound(problem))
         new = None if found is None else evaluate_partition(problem, found)
         if new is None or not new.bottleneck < cur.bottleneck * (1 - 1e-9):
@@ -179,7 +182,8 @@ def _solve(problem: Problem, model, pc, free, position, reach, origin, time_limi
         model = fix_nodes(model, position, free, reach, origin)
     res, found, _ = exact_bound(
         problem, pc.assignment, threads=threads, model=model,
-        time_limit=math.inf if time_limit is None else time_limit, highs_options=opts)
+        time_limit=math.inf if time_limit is None else time_limit, highs_options=opts,
+        confirm=False)
     return res, found
 
 
