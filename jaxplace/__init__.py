@@ -56,10 +56,11 @@ _LAZY = {
     "from_onnx": "jaxplace.importers",
     "load_cluster": "jaxplace.cluster",
     "search_many": "jaxplace.search.many",
+    "plot": "jaxplace.view",
 }
 _SUBPACKAGES = ("bounds", "cluster", "cost", "decoder", "formats", "generators", "importers",
                 "latency", "llm", "objectives",
-                "partition", "policy", "reference", "relax", "search", "spatial")
+                "partition", "policy", "reference", "relax", "search", "spatial", "view")
 
 
 def __getattr__(name: str):
@@ -91,6 +92,7 @@ __all__ = [
     "load_cluster",
     "load_graph",
     "load_problem",
+    "plot",
     "save_result",
     "search",
     "search_many",

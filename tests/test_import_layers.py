@@ -49,8 +49,12 @@ LAYERS = (
     "llm", "formats",
     "objectives.throughput",  # the throughput objective: uses search, bounds, exact, formats
     "spatial", "export",
-    "pipeline", "torch",  # runnable pipelines: chain plans, JAX stages, torch.distributed
+    "pipeline",  # runnable pipelines: chain plans, JAX stages, schedule timelines
+    "objectives.training",  # the training objective: simulates pipeline schedules
+    "torch",  # torch.distributed pipelines: plans (training ones through the objective)
     "analysis",
+    "view",  # plans drawn: HTML pages, matplotlib figures, Chrome traces
+    "calibrate",  # measured device profiles: microbenchmarks, fits, the closed loop
     "testing",  # the conformance check: runs every entry point of an objective
     "bench", "cli", "__main__",
 )

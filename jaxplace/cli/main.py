@@ -33,6 +33,7 @@ COMMANDS = {
     "export": "jaxplace.cli.cmd_export",
     "warmup": "jaxplace.cli.cmd_warmup",
     "spatial": "jaxplace.cli.cmd_spatial",
+    "view": "jaxplace.cli.cmd_view",
 }
 
 EXIT_BAD_INPUT = 2
