@@ -11,10 +11,13 @@ from jaxplace.view.html import html, html_fragment, render_html, save_html
 from jaxplace.view.model import PlanView, StageView, from_result_dict, load_view
 from jaxplace.view.figure import plot
 from jaxplace.view.sources import plan_view, timeline_events
+from jaxplace.view.trace import bubble_shares, chrome_trace, save_trace
 
 __all__ = [
     "PlanView",
     "StageView",
+    "bubble_shares",
+    "chrome_trace",
     "from_result_dict",
     "html",
     "html_fragment",
@@ -22,6 +25,7 @@ __all__ = [
     "plan_view",
     "plot",
     "render_html",
+    "save_trace",
     "save_html",
     "timeline_events",
 ]
