@@ -19,6 +19,7 @@ _ENTRIES: dict[str, str | Objective] = {
     "throughput-unequal": "jaxplace.hetero.objective:UNEQUAL_DEVICES",
     "throughput": "jaxplace.objectives.throughput.objective:THROUGHPUT",
     "latency": "jaxplace.latency.objective:LATENCY",
+    "training": "jaxplace.objectives.training.objective:TRAINING",
 }
 
 
