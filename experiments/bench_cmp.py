@@ -6,7 +6,7 @@
 prints, per k and over all, the geometric mean of cost(A) / cost(B), its 95% bootstrap
 interval (10,000 resamples of the problems, seeded) and the problems where A is better
 (wins) or worse (losses). Example (greedy against random-100 on
-the 84 mixed problems of experiments/policy_greedy.md):
+the 84 mixed problems of experiments/policy.md):
 
     R=runs/bench; python experiments/bench_cmp.py $R/v2_full_mixed.log:policy-greedy \
         $R/v2_full_mixed.log:random-100 $R/v2_mixed36.log:policy-greedy \

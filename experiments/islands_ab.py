@@ -29,10 +29,13 @@ def main() -> None:
     import jax
 
     import jaxplace as jp
-    from jaxplace.bench.search_time import instances
+    from jaxplace.generators import regal_set
     from jaxplace.search.many import search_many
 
-    probs = [jp.Problem(g, k) for _, g, k in instances(args.count, [4, 8, 16], args.seed)]
+    # the regal-time suite of `jaxplace bench search`/`bench batch`: graph i gets k = 4, 8, 16 in turn
+    ks = (4, 8, 16)
+    probs = [jp.Problem(g, ks[i % len(ks)])
+             for i, g in enumerate(regal_set(args.count, seed=args.seed))]
     print(f"{args.count} graphs regal_set(seed={args.seed}), n = "
           f"{[p.n for p in probs]}, k = {[p.k for p in probs]}; budget {args.budget} "
           f"per problem; {jax.devices()[0].platform}, {os.cpu_count()} CPUs; load "

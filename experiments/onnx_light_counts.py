@@ -1,4 +1,4 @@
-"""Issue 42 record (experiments/onnx_fidelity.md): the onnx package's light models,
+"""A figure of experiments/onnx.md: the onnx package's light models,
 weights and compute ops as imported against independent counts."""
 
 import glob

@@ -1,6 +1,6 @@
 """Pool the policy bench logs of the two held-out REGAL-like sets (12 problems, seed 0;
 36 problems, seed 1) and print each policy's per-problem ratio to brkga-10000 per k
-(experiments/policy_ppo.md). The logs are the stdout of `python -m jaxplace.bench.policy`:
+(experiments/policy.md, PPO section). The logs are the stdout of `python -m jaxplace.bench.policy`:
 
     R=runs/bench; B="python -m jaxplace.bench.policy --family regal"
     M=policy-greedy,policy-best100,policy+brkga-1000,policy+brkga-10000

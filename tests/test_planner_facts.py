@@ -1,7 +1,7 @@
 """The planner's cheap facts stay cheap (issue 51): the ideal count refuses at once
 when an antichain proves too many ideals, and otherwise stops at a work limit that is
 a count (not seconds), so the planner's choice is the same at any machine load.
-Timings are the benchmark's (experiments/engine_facts.md), not asserted here."""
+Timings are the benchmark's (experiments/engine.md), not asserted here."""
 
 import itertools
 
