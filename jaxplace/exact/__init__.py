@@ -4,7 +4,9 @@
     res = solve_ideals(problem)            # pruned by the default search's cost
     res.cost, res.assignment, res.status   # the optimum over contiguous splits
 
-As a certificate method: `jp.certify(problem, methods=("ideals",))`.
+As a certificate method: `jp.certify(problem, methods=("ideals",))`. Branch, bound and
+remember over the same ideals (proofs where the DP has too many states) is the
+subpackage `jaxplace.exact.bbr`.
 """
 
 from jaxplace.exact.atoms import Atoms, build_atoms
