@@ -5,9 +5,9 @@ capacity (see `_model`). Strengthened with z >= the best bound known so far (the
 bound at least), an aggregated symmetry-breaking row (empty blocks come last), a MIP
 start from the best partition (renumbered to DAG order) and an objective cutoff.
 
-With CPU blocks or nodes unsupported on accelerators (the NeurIPS 2020 model, mtpp.md
-section 5) the k + cpus blocks in DAG order each get a binary accelerator/CPU type
-(`BlockSpec.cpu_blocks`): a CPU block costs its nodes' CPU latency and pays no transfers.
+With CPU blocks or nodes unsupported on accelerators (the NeurIPS 2020 model,
+docs/problem.md section 5) the k + cpus blocks in DAG order each get a binary
+accelerator/CPU type (`BlockSpec.cpu_blocks`): a CPU block costs its nodes' CPU latency and pays no transfers.
 """
 
 from __future__ import annotations
