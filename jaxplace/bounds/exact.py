@@ -7,7 +7,8 @@ start from the best partition (renumbered to DAG order) and an objective cutoff.
 
 With CPU blocks or nodes unsupported on accelerators (the NeurIPS 2020 model,
 docs/problem.md section 5) the k + cpus blocks in DAG order each get a binary
-accelerator/CPU type (`BlockSpec.cpu_blocks`): a CPU block costs its nodes' CPU latency and pays no transfers.
+accelerator/CPU type (`BlockSpec.cpu_blocks`): a CPU block costs its nodes' CPU latency
+and pays no transfers.
 """
 
 from __future__ import annotations
