@@ -51,7 +51,7 @@ def add_arguments(p) -> None:
                    help="decoder evaluations per problem")
     p.add_argument("--time-limit", type=seconds, default=None,
                    help="seconds for the whole run (compile time included)")
-    p.add_argument("--seed", type=int, default=0, help="problem i searches with seed+i")
+    p.add_argument("--seed", type=int, default=0, help="every problem searches with this seed")
     p.add_argument("-o", "--output-dir", default="jaxplace-results", metavar="DIR",
                    help="folder for the result files and the summary (created)")
     p.add_argument("--summary", default=None, metavar="PATH",
@@ -136,7 +136,7 @@ def run(args) -> int:
             extra = {"found_by": r.info.get("found_by", "many")}
             if proved_by and r.cost <= lower * (1 + 1e-6):
                 extra["proved_by"] = proved_by
-            save_result(path, p, r, method="many", seed=args.seed + i, lower_bound=lower,
+            save_result(path, p, r, method="many", seed=args.seed, lower_bound=lower,
                         source_file=str(f), timings={"search_s": r.wall_time}, extra=extra)
             rec = dict(file=str(f), k=p.k, cost=r.cost, lower_bound=lower,
                        ratio=r.cost / lower if lower > 0 else None, **extra,

@@ -26,9 +26,11 @@ host threads (`local`: one per core by default; with a time limit all programs
 are compiled first, then each bucket gets a share of the time left by its padded
 work); "ray" runs one Ray task per bucket (`num_cpus` each; `ray_address`: an
 existing cluster, None: a local one), each with the whole time limit. With no time
-limit both give identical results for the same seeds, whatever the workers: problem
-i searches with seed `seed + i`, and its random stream does not depend on how steps
-are cut into chunks or on which thread runs its bucket.
+limit both give identical results for the same seeds, whatever the workers: every
+problem searches with seed `seed` (not its place in the list), and its random stream
+does not depend on how steps are cut into chunks or on which thread runs its bucket,
+nor (buckets merged only within one window, `buckets`) on the width of its padded
+shape: the same problem, k and seed give the same result alone and in any batch.
 
 Modes: "default" (above) or "islands" (`islands_mode`: per problem several wide
 BRKGA populations with migration, sized to the device, every problem of a bucket
@@ -176,7 +178,8 @@ def search_many(problems: Sequence[Problem], method: str | None = None, *,
         time_limit: seconds for the whole call (local executor, shared among the
             buckets by padded work) or per bucket (Ray: buckets run in parallel).
         budget: decoder evaluations per problem (default: `default_budget`).
-        seed: problem i searches with seed `seed + i`.
+        seed: every problem searches with this seed (its result does not depend
+            on its batch mates).
         executor: "local" (this process) or "ray" (one Ray task per bucket).
         on_result: called as `on_result(index, result)` as each problem finishes.
         cancel: set it (from any thread) to stop after the chunk in flight.
@@ -261,7 +264,7 @@ def iter_search_many(problems: Sequence[Problem], method: str | None = None, *,
             for i, p in enumerate(problems):
                 if cancel.is_set():
                     break
-                r = exact_answer(p, seed=seed + i, time_limit=share)
+                r = exact_answer(p, seed=seed, time_limit=share)
                 if r is not None:
                     solved.append(i)
                     yield i, replace(r, method="many")

@@ -10,10 +10,10 @@ device's free memory, each group sharded over the local devices along its proble
 
 Each problem keeps its float64-confirmed best: the island search's best, or the best
 heuristic order when that was never beaten (its first island starts from it); then,
-as in the default mode, the MIP polish at k <= 4 (`run.polish_result`). Problem i searches with
-seed `seed + i` over its bucket's padded shape; without a time limit its result
-depends neither on the other problems of the call (other than through the bucket's
-shape) nor on the device count.
+as in the default mode, the MIP polish at k <= 4 (`run.polish_result`). Every problem
+searches with seed `seed` (not its place in the list) over its bucket's padded shape;
+without a time limit its result depends neither on the other problems of the call
+(other than through the bucket's shape) nor on the device count.
 
 Budget: evaluations per problem (default: the default search's `default_budget`, at
 least MIN_GENERATIONS generations of the islands); a problem runs
@@ -133,7 +133,7 @@ def islands_buckets(prepared, buckets, settings, cancel: threading.Event, start:
             part = members[lo:lo + step]
             budgets = [island_budget(m.problem, settings.budget, s) for m in part]
             group = IslandGroup(
-                s, spec, [m.problem for m in part], [m.index for m in part],
+                s, spec, [m.problem for m in part], [0] * len(part),  # key(seed + 0) each
                 settings.seed, [generations_of(x, s) for x in budgets],
                 seeds=[m.x_seed for m in part],
                 targets=[m.lower_bound * (1 + 1e-6) for m in part], mesh=mesh, size=size)

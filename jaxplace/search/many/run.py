@@ -89,7 +89,9 @@ class BucketRun:
         for i, m in enumerate(self.members):
             n = m.problem.n
             xs[i, :n] = m.x_seed
-            key = jax.random.key(s.seed + m.index)
+            # the seed alone, not the problem's place in the batch: a problem's result
+            # does not depend on which other problems share the call
+            key = jax.random.key(s.seed)
             k_init, k_run = jax.random.split(key)
             if m.dist is None:
                 X0[i] = uniform_start(k_init, P, W)
