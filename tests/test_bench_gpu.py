@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -39,13 +40,21 @@ def test_tiny_decoder_part(tmp_path):
     rec, md, out = _bench(tmp_path, "--parts", "decoder")
     assert rec["size"] == "tiny" and rec["machine"]["platform"] == "cpu"
     rows = rec["decoder"]
-    assert {r["impl"] for r in rows} == {"lanes", "fused"}
+    assert {r["impl"] for r in rows} == {"lanes", "fused", "sparse", "sparse-indexed",
+                                         "sparse-tau"}
     for r in rows:
         assert "error" not in r and "skipped" not in r, r
         assert r["rate"] > 0
-        # float32 against the float64 reference (FLOAT32_RTOL)
+        # float32 against the float64 reference (FLOAT32_RTOL); the bounded kernel
+        # exact below tau
         assert r["max_rel_error"] <= 1e-5
-    assert "| fused |" in md and md.strip() in out
+        if r["impl"] != "lanes":  # the counted work per candidate
+            assert r["elem_ops"] > 0
+    ops = {r["impl"]: r["elem_ops"] for r in rows}
+    assert ops["sparse-indexed"] < ops["sparse"] < ops["fused"]
+    assert 0 <= next(r for r in rows if r["impl"] == "sparse-tau")["above_tau"] <= 1
+    assert re.search(r"\| fused +\|", md) and re.search(r"\| sparse-tau +\|", md)
+    assert md.strip() in out
     assert "train" not in rec and "suite" not in rec and "islands" not in rec
 
 

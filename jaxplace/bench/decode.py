@@ -36,8 +36,12 @@ def add_arguments(p) -> None:
     p.add_argument("--yardstick", default=None,
                    help="folder holding yardstick.py")
     p.add_argument("--precision", choices=("float32", "float64"), default="float32")
-    p.add_argument("--impl", choices=("lanes", "simple"), default=None,
-                   help="decoder implementation (default: the library default)")
+    p.add_argument("--impl", choices=("lanes", "simple", "fused", "sparse"), default=None,
+                   help="decoder implementation (default: the library default; fused and "
+                   "sparse run in Pallas's interpret mode off GPUs: small --pop only)")
+    p.add_argument("--work", action="store_true",
+                   help="also print the element operations per candidate of the fused "
+                   "and sparse kernels, counted from their loop structure")
     p.add_argument("--chunk-size", type=int, default=None)
 
 
@@ -51,6 +55,28 @@ def random_dag(n: int, p: float, seed: int):
     edges = [(order[i], order[j]) for i in range(n) for j in range(i + 1, n)
              if rng.random() < p]
     return nodes, edges
+
+
+def kernel_work(problem) -> dict:
+    """Element operations per candidate of the fused and sparse kernels on `problem`'s
+    power-of-two shape (`sparse_fused.work_per_candidate`, its mean successors and
+    member tensors per unit)."""
+    from jaxplace.decoder.fused import fused_spec
+    from jaxplace.decoder.layout import graph_structure, problem_spec
+    from jaxplace.decoder.sparse_fused import work_per_candidate
+
+    st = graph_structure(problem.graph)
+    spec = fused_spec(problem_spec(problem, st))
+    U = st["U"]
+    return work_per_candidate(spec, U, succ=len(st["succ_idx"]) / U,
+                              slots=len(st["slot_idx"]) / U)
+
+
+def work_line(problem) -> str:
+    w = kernel_work(problem)
+    return (f"element ops per candidate: fused {w['fused']:,.0f}, sparse {w['sparse']:,.0f} "
+            f"({w['fused'] / w['sparse']:.1f}x fewer), sparse indexed "
+            f"{w['sparse_indexed']:,.0f} ({w['fused'] / w['sparse_indexed']:.1f}x fewer)")
 
 
 def _graph_from_nodes(nodes, edges):
@@ -145,7 +171,9 @@ def run(a) -> int:
     evaluate_fn = Evaluator(problem, window="auto", **kw)
     print(f"graph: n={graph.num_nodes} m={graph.num_edges} k={a.k} pop={a.pop} "
           f"precision={a.precision} devices={len(jax.devices())} "
-          f"({jax.devices()[0].platform})")
+          f"({jax.devices()[0].platform}) impl={evaluate_fn.impl}")
+    if a.work:
+        print(work_line(problem))
     t0 = time.perf_counter()
     costs = evaluate_fn(pop)
     first = time.perf_counter() - t0

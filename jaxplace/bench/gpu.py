@@ -64,7 +64,12 @@ SIZES = {
                  islands=(2, 8, 2)),
 }
 PARTS = ("decoder", "train", "suite", "islands")
-IMPLS = ("lanes", "fused")
+#: Decoder rows: the library's decoders, then the sparse kernel with its integer state
+#: in scratch memory and with the per-candidate bound at a search-like threshold
+#: (`TAU_QUANTILE` of the sample's reference costs).
+IMPLS = ("lanes", "fused", "sparse", "sparse-indexed", "sparse-tau")
+KERNELS = ("fused", "sparse", "sparse-indexed", "sparse-tau")
+TAU_QUANTILE = 0.1
 #: Decoders of the islands part ("auto": the library's choice on the platform).
 ISLAND_IMPLS = ("auto", "lanes", "fused")
 #: Generations between migrations in the islands part (the accelerator default's): a
@@ -132,12 +137,47 @@ def max_rel_error(got, want) -> float:
     return float(np.max(np.abs(got[fin] - want[fin]) / np.abs(want[fin]), initial=0.0))
 
 
+class KernelRunner:
+    """The sparse kernel outside `Evaluator` (its scratch-memory and bounded variants):
+    `runner(X)` -> (P,) float64 costs, in chunks of `fused_chunk_size` rows on a GPU
+    (interpret mode elsewhere: 64)."""
+
+    def __init__(self, problem, impl: str, tau: float | None, on_gpu: bool):
+        import jax
+
+        from jaxplace.decoder.evaluator import fused_chunk_size
+        from jaxplace.decoder.fused import fused_spec
+        from jaxplace.decoder.layout import device_graph, problem_spec
+        from jaxplace.decoder.sparse_fused import score_prio
+
+        self.impl, self.tau = impl, tau
+        self.spec = fused_spec(problem_spec(problem))
+        _, self.g = device_graph(problem, self.spec)
+        self.n = problem.n
+        self.chunk = fused_chunk_size(self.spec) if on_gpu else 64
+        indexed = impl == "sparse-indexed"
+        self.fn = jax.jit(lambda g, X: score_prio(self.spec, g, X, tau=tau, indexed=indexed))
+
+    def __call__(self, X: np.ndarray) -> np.ndarray:
+        out = []
+        for i in range(0, len(X), self.chunk):
+            part = X[i:i + self.chunk]
+            Xp = np.zeros((len(part), self.spec.N), np.float32)
+            Xp[:, :self.n] = part
+            out.append(np.asarray(self.fn(self.g, Xp), np.float64))
+        return np.concatenate(out)
+
+
 def _warm_up(ev, X: np.ndarray, P: int) -> float:
     """Compile the programs a call on P rows runs (its chunk shape; lanes: also the
     block window picked from a first call's costs) on at most one round of chunks;
     returns the seconds taken."""
     from jaxplace.decoder.batching import plan_chunks
 
+    if isinstance(ev, KernelRunner):
+        t0 = time.perf_counter()
+        ev(X[:min(P, ev.chunk)])
+        return time.perf_counter() - t0
     plan = plan_chunks(P, spec=ev.spec, itemsize=ev.itemsize, batching=ev.batching)
     rows = X[:min(P, plan.size * max(plan.threads, 1))]
     t0 = time.perf_counter()
@@ -149,6 +189,7 @@ def _warm_up(ev, X: np.ndarray, P: int) -> float:
 def decoder_rows(cfg: dict, impls, *, seed: int, max_cell_seconds: float, on_gpu: bool,
                  log=print) -> list[dict]:
     """One record per (n, impl, P): rate, compile, error, or why it was skipped."""
+    from jaxplace.bench.decode import kernel_work
     from jaxplace.decoder import Evaluator
     from jaxplace.reference import evaluate_reference
 
@@ -159,14 +200,28 @@ def decoder_rows(cfg: dict, impls, *, seed: int, max_cell_seconds: float, on_gpu
         t0 = time.perf_counter()
         want = evaluate_reference(problem, X[:sample])
         ref_s = time.perf_counter() - t0
+        work = kernel_work(problem)
+        tau = float(np.quantile(want[np.isfinite(want)], TAU_QUANTILE))
+        log(f"decoder n={n}: element ops per candidate: " + ", ".join(
+            f"{k} {v:,.0f}" for k, v in work.items()) + f"; tau {tau:.4g}")
         for impl in impls:
             rate = None
             # rows per call: the library's default (the fused kernel on a GPU: up to
             # 256 MiB of keys, `decoder.evaluator.fused_chunk_size`)
-            ev = Evaluator(problem, impl=impl, window="auto" if impl == "lanes" else None)
+            if impl in ("sparse-indexed", "sparse-tau"):
+                ev = KernelRunner(problem, impl, tau if impl == "sparse-tau" else None,
+                                  on_gpu)
+            else:
+                ev = Evaluator(problem, impl=impl,
+                               window="auto" if impl == "lanes" else None)
+            ops = {"fused": work["fused"], "sparse": work["sparse"],
+                   "sparse-tau": work["sparse"],
+                   "sparse-indexed": work["sparse_indexed"]}.get(impl)
             for P in cfg["pops"]:
-                rec = dict(n=n, impl=impl, P=P, k=K, edges=problem.graph.num_edges)
-                limit = cfg["interpret_max"] if impl == "fused" and not on_gpu else None
+                rec = dict(n=n, impl=impl, P=P, k=K, edges=problem.graph.num_edges,
+                           elem_ops=ops)
+                limit = (cfg["interpret_max"] if impl in KERNELS and not on_gpu
+                         else None)
                 predicted = P / rate if rate else None
                 if limit is not None and P > limit:
                     rec["skipped"] = f"interpret mode (no GPU): P > {limit}"
@@ -187,8 +242,14 @@ def decoder_rows(cfg: dict, impls, *, seed: int, max_cell_seconds: float, on_gpu
                 costs = ev(X[:P])
                 wall = time.perf_counter() - t0
                 rate = P / wall
+                got = costs[:sample]
+                if impl == "sparse-tau":  # exact below tau, +inf or exact above
+                    below = want < tau
+                    rec["above_tau"] = float(np.mean(np.isinf(costs)))
+                    rec["tau"] = tau
+                    got = np.where(below | np.isfinite(got), got, want)
                 rec.update(wall_s=wall, rate=rate, first_call_s=first_s,
-                           max_rel_error=max_rel_error(costs[:sample], want),
+                           max_rel_error=max_rel_error(got, want),
                            sample=sample, reference_s=ref_s)
                 rows.append(rec)
                 log(f"decoder n={n} {impl} P={P}: {rate:,.0f} candidates/s "
@@ -333,13 +394,17 @@ def markdown(rec: dict) -> str:
         rows = []
         for r in dec:
             note = r.get("skipped") or r.get("error") or ""
+            if "above_tau" in r:
+                note = (note + f" tau {r['tau']:.4g}: {100 * r['above_tau']:.0f}% above"
+                        ).strip()
             rows.append([r["n"], r["impl"], f"{r['P']:,}" if "P" in r else "-",
                          _f(r.get("rate"), ",.0f"), _f(r.get("first_call_s"), ".1f"),
-                         _f(r.get("max_rel_error"), ".2g"), note])
+                         _f(r.get("max_rel_error"), ".2g"),
+                         _f(r.get("elem_ops"), ",.0f"), note])
         lines += ["## Decoder (float32, k = 16; error vs the float64 reference on a "
                   "sample)", "", markdown_table(
                       ["n", "impl", "P", "candidates/s", "first calls s (compile)",
-                       "max rel. error",
+                       "max rel. error", "element ops / candidate (counted)",
                        "note"], rows), ""]
     tr = rec.get("train")
     if tr is not None:

@@ -54,8 +54,10 @@ from jaxplace.decoder.layout import DeviceGraph, Spec, pow2
 from jaxplace.decoder.lanes import sortable
 from jaxplace.errors import JaxplaceError
 
-#: Columns of one static DP block (the unit of the l <= r skip).
+#: Columns of one static DP block (the unit of the l <= r skip): at least this many,
+#: and at most MAX_BLOCKS blocks (each block is a copy of the step's code in the kernel).
 COLUMN_BLOCK = 32
+MAX_BLOCKS = 16
 #: Candidates per program instance on a GPU: registers (untuned) and indexed state
 #: (one lane per thread of one warp).
 GPU_BLOCK = 1
@@ -71,11 +73,13 @@ TAU_MARGIN = 1e-4
 WORD = 32
 
 
-def _layout(spec: Spec, column_block: int = COLUMN_BLOCK) -> dict:
+def _layout(spec: Spec, column_block: int | None = None) -> dict:
     """Static sizes: rank words W, rank width NR, column blocks NB of CB columns and
     the scratch offsets of the indexed state (in lanes)."""
     N, T1 = spec.N, spec.T + 1
     W = max(N // WORD, 1) if N % WORD == 0 else N // WORD + 1
+    if column_block is None:
+        column_block = max(COLUMN_BLOCK, N // MAX_BLOCKS)
     CB = min(pow2(column_block), N)
     NB = -(-N // CB)
     off = {"indeg": 0, "pos": 2 * N, "last": 3 * N, "first": 3 * N + T1,
@@ -367,13 +371,13 @@ def _lane_major(a: jnp.ndarray, B: int) -> jnp.ndarray:
 
 def score_prio(spec: Spec, g: DeviceGraph, prio: jnp.ndarray, *, tau=None,
                indexed: bool = False, block: int | None = None,
-               column_block: int = COLUMN_BLOCK,
+               column_block: int | None = None,
                interpret: bool | None = None) -> jnp.ndarray:
     """(P,) bottleneck costs for (P, N) unit priorities (float or integer keys).
 
     `tau` (a scalar, traced or not; None: no bound): lanes provably above it return
     +inf, the others their exact cost. `indexed`: integer state in scratch memory.
-    `column_block`: columns of one static DP block (a power of two).
+    `column_block`: columns of one static DP block (None: `_layout`'s choice).
     `spec` must be a `fused_spec` (powers of two) on a GPU.
     """
     check(spec)
@@ -430,7 +434,7 @@ def score_prio(spec: Spec, g: DeviceGraph, prio: jnp.ndarray, *, tau=None,
 
 
 def work_per_candidate(spec: Spec, n: int, succ: float, slots: float,
-                       column_block: int = COLUMN_BLOCK) -> dict:
+                       column_block: int | None = None) -> dict:
     """Element operations of one candidate, fused vs sparse kernels, counted from their
     loop structure: `n` positions, `succ` successors and `slots` member tensors per
     unit on average; a (M,) register op counts M, a reduction M, an indexed access 1.
