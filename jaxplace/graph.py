@@ -23,6 +23,24 @@ from jaxplace.errors import JaxplaceError
 _CORE_ATTRS = ("work", "size_param", "size_out", "name", "op_type", "tensors")
 
 
+#: Node attributes that are flags (NeurIPS 2020 `isSupportedOnFpga`, `isBackwardNode`).
+_FLAG_ATTRS = ("supported_on_accel", "is_backward")
+
+
+def _not_numeric(key: str):
+    raise JaxplaceError("must be numbers", field=key)
+
+
+def _first_bad(a: np.ndarray, ok) -> int | None:
+    """The first node whose value is not a finite number passing `ok`, else None."""
+    if a.dtype.kind not in "biuf":
+        return 0
+    x = a.astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        bad = np.flatnonzero(~np.isfinite(x) | ~ok(x))
+    return int(bad[0]) if len(bad) else None
+
+
 def _readonly(a: np.ndarray) -> np.ndarray:
     a = np.ascontiguousarray(a)
     a.setflags(write=False)
@@ -137,7 +155,7 @@ class CompGraph:
             a = np.asarray(arr)
             if a.shape != (n,):
                 raise JaxplaceError(f"has shape {a.shape}, expected ({n},)", field=key)
-            self.node_attrs[key] = _readonly(a)
+            self.node_attrs[key] = _readonly(self._known_attr(key, a))
         self.meta = dict(meta or {})
 
     # -- construction helpers -------------------------------------------------------
@@ -154,6 +172,26 @@ class CompGraph:
             raise JaxplaceError(f"{what} value {float(a[i])} at node {self.label(i)}",
                                 field=field)
         return _readonly(a)
+
+    def _known_attr(self, key: str, a: np.ndarray) -> np.ndarray:
+        """A node attribute with a meaning in jaxplace, checked (else cast silently:
+        NaN to True or to a huge class id); other attributes as given."""
+        if key == "cpu_latency":
+            return self._weights(a if a.dtype.kind in "biuf" else _not_numeric(key), key)
+        if key in _FLAG_ATTRS:
+            bad = _first_bad(a, lambda x: (x == 0) | (x == 1))
+            if bad is not None:
+                raise JaxplaceError(f"must be 0/1 or true/false, got {a[bad].item()!r} at "
+                                    f"node {self.label(bad)}", field=key)
+            return a.astype(bool)
+        if key == "color_class":
+            bad = _first_bad(a, lambda x: x == np.round(x))
+            if bad is not None:
+                raise JaxplaceError(f"must be an integer class id (negative: none), got "
+                                    f"{a[bad].item()!r} at node {self.label(bad)}",
+                                    field=key)
+            return a.astype(np.int64)
+        return a
 
     def _check_edges(self, e: np.ndarray) -> None:
         n = self.num_nodes

@@ -210,8 +210,10 @@ def test_problem_wiring():
     pr = _problem()
     assert pr.objective_impl.name == "throughput-unequal"
     assert pr.k == 3 and pr.pipeline_instance.num_devices == 3
-    fast = jp.Problem(pr.graph, cluster=uniform_cluster(3)).objective_impl  # fast path
-    assert fast.name == "throughput" and fast.supports("identical_devices")
+    # a uniform cluster too: its links and devices give the costs (no identical model)
+    same = jp.Problem(pr.graph, cluster=uniform_cluster(3)).objective_impl
+    assert same.name == "throughput-unequal"
+    assert jp.Problem(pr.graph, k=3).objective_impl.supports("identical_devices")
     assert jp.Problem(pr.graph, k=2, cluster=pr.cluster).k == 2
     inst = pr.pipeline_instance
     x = np.random.default_rng(0).random(pr.n + 3).astype(np.float32)

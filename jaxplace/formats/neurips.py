@@ -52,8 +52,9 @@ def read_neurips(data: dict, source: str) -> CompGraph:
     n = len(nodes)
     ids, index = [], {}
     work, param = np.zeros(n), np.zeros(n)
-    cpu, supported = np.zeros(n), np.ones(n, dtype=bool)
-    color, backward = np.full(n, -1, dtype=np.int64), np.zeros(n, dtype=bool)
+    # flags and classes as read: CompGraph refuses NaN, fractions and non-flags
+    cpu, supported = np.zeros(n), np.ones(n)
+    color, backward = np.full(n, -1.0), np.zeros(n)
     names = []
     for i, d in enumerate(nodes):
         where = f"nodes[{i}]"
@@ -67,10 +68,10 @@ def read_neurips(data: dict, source: str) -> CompGraph:
         work[i] = _number(d, "fpgaLatency", source, where)
         param[i] = _number(d, "size", source, where, 0.0)
         cpu[i] = _number(d, "cpuLatency", source, where, 0.0)
-        supported[i] = bool(_number(d, "supportedOnFpga", source, where, 1.0))
-        backward[i] = bool(_number(d, "isBackwardNode", source, where, 0.0))
+        supported[i] = _number(d, "supportedOnFpga", source, where, 1.0)
+        backward[i] = _number(d, "isBackwardNode", source, where, 0.0)
         if "colorClass" in d and d["colorClass"] is not None:
-            color[i] = int(_number(d, "colorClass", source, where))
+            color[i] = _number(d, "colorClass", source, where)
         names.append(str(d.get("name", d["id"])))
     out = np.zeros(n)
     pairs = []

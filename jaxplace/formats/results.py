@@ -157,6 +157,11 @@ def load_assignment(path: str | os.PathLike, problem: Problem):
     part = arr
     if "stage_devices" in data:  # a stage plan: which device runs each stage
         part = _staged(problem, data, arr, source)
+    # an objective whose results carry more than the assignment (latency: the saved
+    # event order) rebuilds the partition they stand for, so it reloads at its cost
+    loaded = getattr(obj, "loaded_partition", None)
+    if loaded is not None:
+        part = loaded(problem, data, part, source)
     try:
         evaluate_partition(problem, part,
                            contiguous=data.get("contiguous", True) is not False)

@@ -22,8 +22,9 @@ cluster read the same numbers. Stage s costs, per sample,
 Forwarding is what makes the slicing DP exact: a stage's cost depends only on its
 first and last position in the order and on its device and its neighbours' devices
 (`jaxplace.hetero.reference`). On a chain every tensor crosses one cut and the cost is
-the MTPP block cost of mtpp.md with per-link bandwidth; on a DAG whose tensors skip a
-whole stage it charges the forwarding that MTPP's all-to-all network does not.
+the block cost of docs/problem.md section 1 with per-link bandwidth; on a DAG whose
+tensors skip a whole stage it charges the forwarding that MTPP's all-to-all network
+does not.
 
 Memory is the ops' `memory` (parameters) on the stage's device, with a relative slack
 of CAPACITY_RTOL (sums of float64 prefix differences must not turn an exact fit
@@ -119,11 +120,13 @@ def check_problem(problem) -> None:
         raise JaxplaceError(f"must be at most the cluster's {c.num_devices} devices (one "
                             f"stage per device), got {problem.k}", field="k")
     if problem.cpus:
-        raise JaxplaceError("CPU blocks do not apply to a cluster of unequal devices",
+        raise JaxplaceError("CPU blocks do not apply to throughput on a cluster (give k "
+                            "without a cluster for the identical-device model)",
                             field="cpus")
     if not problem.graph.units.trivial:
-        raise JaxplaceError("colocation classes and training graphs are not supported on "
-                            "a cluster of unequal devices", field="graph")
+        raise JaxplaceError("colocation classes and training graphs are not supported "
+                            "for throughput on a cluster (give k without a cluster for "
+                            "the identical-device model)", field="graph")
     inst = problem.pipeline_instance
     if not np.all(np.isfinite(inst.times)):
         v, p = (int(i) for i in np.argwhere(~np.isfinite(inst.times))[0])

@@ -1,6 +1,7 @@
-"""Throughput on a cluster of unequal devices as an `Objective`: pipeline stages on
-distinct devices whose order is searched with the node order (search rows carry d
-device keys after the n priorities)."""
+"""Throughput on a cluster as an `Objective`: pipeline stages on distinct devices whose
+order is searched with the node order (search rows carry d device keys after the n
+priorities). Every cluster, uniform or not: the identical-device model serves
+throughput problems without one."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ _SEARCH = ("default", "random", "brkga", "dfs")
 class UnequalDevices(ClosedFormCertify, Objective):
     name = "throughput-unequal"
     problem_objective = "throughput"
-    label = "throughput on unequal devices"
+    label = "throughput on a cluster"
     cost_name = "bottleneck"
     result_format = "jaxplace-hetero-result/1"  # hetero.report.FORMAT
     bound_methods = ("simple",)
@@ -25,8 +26,12 @@ class UnequalDevices(ClosedFormCertify, Objective):
     capabilities = frozenset()
 
     def matches(self, problem) -> bool:
-        c = problem.cluster
-        return problem.objective == "throughput" and c is not None and not c.is_uniform
+        """Throughput with any cluster, a uniform one included: its costs come from
+        the cluster (per-device op times, per-link bandwidth and latency, device
+        memory), which the identical-device model cannot express (it charges graph
+        work and one bandwidth, and sends skipping tensors directly), so a uniform
+        cluster costs what a cluster a hair away from uniform costs."""
+        return problem.objective == "throughput" and problem.cluster is not None
 
     @property
     def search_methods(self) -> frozenset[str]:  # type: ignore[override]
@@ -110,9 +115,11 @@ class UnequalDevices(ClosedFormCertify, Objective):
     # -- proofs --------------------------------------------------------------------
     def start_partition(self, problem):
         from jaxplace.hetero.reference import decode
+        from jaxplace.hetero.search import polish, search_row
         from jaxplace.search.baselines import dfs_order, order_to_priorities
 
-        x = order_to_priorities(dfs_order(problem.graph))
+        x = search_row(problem, order_to_priorities(dfs_order(problem.graph)))
+        x, _ = polish(problem.pipeline_instance, problem.k, x)  # the devices that fit
         return decode(problem.pipeline_instance, x, problem.k)
 
     def format_cost(self, value: float) -> str:

@@ -11,8 +11,10 @@ float64 reference. The default search:
    SEED_ORDERS); half the budget, stopped after PATIENCE stale evaluations.
 2. The (1 + batch) key-shift local search (`jaxplace.search.key_shift.KeyShift`) on the
    node priorities; the rest of the budget.
-3. Every device order (d! <= POLISH_ORDERS) re-sliced on the best node order by the
-   reference DP, and the best kept.
+3. Every device order (d! <= POLISH_ORDERS; else each device moved to the front)
+   re-sliced on the best node order by the reference DP, and the best kept. A result
+   from node priorities alone (the "dfs" method, the first solution) gets the same
+   device choice.
 """
 
 from __future__ import annotations
@@ -79,8 +81,11 @@ def hetero_result(req, method: str, x, evaluations: int, history, interrupted: b
     partition's `devices` is the stage -> device map, `priorities` the (n + d,) row."""
     from jaxplace.search.result import Result
 
+    inst, k = req.problem.pipeline_instance, req.problem.k
     xr = split_row(req, x)
-    part = decode(req.problem.pipeline_instance, xr, req.problem.k)
+    if np.asarray(x).size == req.problem.n:  # node priorities only: pick the devices
+        xr, _ = polish(inst, k, xr)
+    part = decode(inst, xr, k)
     return Result(cost=float(part.cost), partition=part, priorities=xr,
                   evaluations=int(evaluations), wall_time=time.perf_counter() - req.start,
                   history=history, method=method, lower_bound=req.lower_bound,
@@ -118,18 +123,29 @@ def hetero_seeds(req) -> np.ndarray:
     return out
 
 
+def device_orders(inst, x: np.ndarray):
+    """The device sequences `polish` tries: all d! when d! <= POLISH_ORDERS, else x's
+    own order with each device moved to the front (every device gets to hold a single
+    stage, which is all k = 1 can use)."""
+    d = inst.num_devices
+    if np.prod(np.arange(1, d + 1)) <= POLISH_ORDERS:
+        return itertools.permutations(range(d))
+    from jaxplace.hetero.model import device_sequence
+
+    own = [int(p) for p in device_sequence(x[inst.n:], d)]
+    return ([p] + [q for q in own if q != p] for p in own)
+
+
 def polish(inst, k: int, x: np.ndarray) -> tuple[np.ndarray, float]:
-    """(row, cost): x's node order re-sliced on every device order (d! <=
-    POLISH_ORDERS), the best by the reference DP (x itself when none is better)."""
+    """(row, cost): x's node order re-sliced on other device orders (`device_orders`),
+    the best by the reference DP (x itself when none is better)."""
     from jaxplace.reference import kahn
 
-    n, d = inst.n, inst.num_devices
+    n = inst.n
     best = decode(inst, x, k)
-    if np.prod(np.arange(1, d + 1)) > POLISH_ORDERS:
-        return x, best.cost
     order = kahn(inst.graph, x[:n])
     cost, keys = best.cost, x[n:]
-    for perm in itertools.permutations(range(d)):
+    for perm in device_orders(inst, x):
         c = slice_on_devices(inst, order, perm, k).cost
         if c < cost:
             cost, keys = c, order_keys(perm)

@@ -93,5 +93,6 @@ def horizon_and_start(inst: LatencyInstance, warm_start: Schedule | None):
 
 def model_scale(inst: LatencyInstance, horizon: float) -> float:
     # HiGHS tolerances are absolute (1e-6 feasibility, 1e-9 dropped coefficients):
-    # measure time in units of H/100 so that every time in the model is O(1..100)
-    return max(horizon, 1e-300) / 100.0
+    # measure time in units of H/100 so that every time in the model is O(1..100); a
+    # horizon of 0 (every event free) keeps seconds: 1 / (H/100) would overflow
+    return horizon / 100.0 if horizon > 0 else 1.0

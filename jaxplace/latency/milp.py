@@ -111,17 +111,35 @@ def latency_lower_bound(inst: LatencyInstance) -> float:
         pred = g.predecessors(int(v))
         longest[v] = fast[v] + (float(np.max(longest[pred])) if len(pred) else 0.0)
     bounds = [float(np.max(fast)), float(np.max(longest))]
-    d = inst.num_devices
+    for lam in load_weights(t):
+        bounds.append(load_bound(t, lam))
+    return max(b for b in bounds if math.isfinite(b))
+
+
+def load_weights(t: np.ndarray) -> list[np.ndarray]:
+    """The device weights of `latency_lower_bound`'s load bound: equal, and by speed
+    (1 / median runnable op time). A device whose median time is 0 is infinitely fast:
+    the speed weights then go to such devices only (any weights summing to 1 are
+    valid; an unusable device gets weight 0, never an infinite one)."""
+    d = t.shape[1]
+    out = [np.full(d, 1.0 / d)]
     med = np.array([np.median(t[np.isfinite(t[:, p]), p]) if np.any(np.isfinite(t[:, p]))
                     else np.inf for p in range(d)])
-    speed = np.where(med > 0, 1.0 / np.where(med > 0, med, 1.0), 0.0)
-    for lam in (np.full(d, 1.0 / d), speed / speed.sum() if speed.sum() > 0 else None):
-        if lam is None or not np.all(np.isfinite(lam)):
-            continue
-        with np.errstate(invalid="ignore"):
-            w = np.where(lam[None, :] > 0, lam[None, :] * t, np.inf)
-        bounds.append(float(np.sum(np.min(w, axis=1))))
-    return max(b for b in bounds if math.isfinite(b))
+    free = med == 0
+    if free.any():
+        out.append(free / free.sum())
+    elif np.any(np.isfinite(med)):
+        speed = np.where(np.isfinite(med), 1.0 / med, 0.0)
+        out.append(speed / speed.sum())
+    return out
+
+
+def load_bound(t: np.ndarray, lam: np.ndarray) -> float:
+    """sum_v min_p lam_p t_vp: a lower bound on sum_p lam_p busy_p <= the makespan
+    (weights lam >= 0 summing to 1). An op counts 0 on a weight-0 device where it can
+    run, and cannot use a device where its time is inf."""
+    w = np.where(np.isfinite(t), lam[None, :] * np.where(np.isfinite(t), t, 0.0), np.inf)
+    return float(np.sum(np.min(w, axis=1)))
 
 
 @dataclass

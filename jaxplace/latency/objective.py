@@ -3,7 +3,9 @@ cluster (MOIRAI's model, `jaxplace.latency.instance`).
 
 A partition is the device of every op; its cost is the makespan of the earliest-start
 schedule of the ops in a topological order (the partition's own order when it is a
-`Partition`, else the graph's) on those devices. Bounds: the closed-form bound
+`Partition`, else the graph's) on those devices, or, for a partition that carries its
+schedule (a search result's, a reloaded result's), that schedule's event order
+replayed. Bounds: the closed-form bound
 (critical path, load), MOIRAI's LP relaxation and its MILP (HiGHS).
 """
 
@@ -85,7 +87,8 @@ class Latency(Objective):
     def evaluate_partition(self, problem, assignment, *, contiguous: bool = True,
                            devices=None):
         from jaxplace.errors import JaxplaceError
-        from jaxplace.latency.reference import schedule_order
+        from jaxplace.latency.instance import Schedule
+        from jaxplace.latency.reference import replay_schedule, schedule_order
 
         inst = problem.latency
         order = getattr(assignment, "order", None)
@@ -96,10 +99,23 @@ class Latency(Objective):
         if problem.n and (a.min() < 0 or a.max() >= inst.num_devices):
             raise JaxplaceError(f"device indices must be in 0..{inst.num_devices - 1}",
                                 field="assignment")
+        a = a.astype(np.int64)
+        sched = getattr(assignment, "schedule", None)
+        if isinstance(sched, Schedule) and np.array_equal(sched.device, a):
+            replayed = replay_schedule(inst, a, sched)  # a search's or a saved schedule
+            if replayed is not None:
+                return ScheduleCost(a, replayed)
         if order is None or len(order) != problem.n:
             order = problem.graph.topo_order
-        a = a.astype(np.int64)
         return ScheduleCost(a, schedule_order(inst, order, device=a))
+
+    def loaded_partition(self, problem, data: dict, assignment, source: str):
+        """The partition a saved result stands for: its assignment with the saved
+        schedule's event order (`latency.result.saved_partition`), so that it reloads
+        at the saved makespan."""
+        from jaxplace.latency.result import saved_partition
+
+        return saved_partition(problem, data, assignment, source)
 
     def evaluate(self, problem, X, *, precision: str = "float32", **settings) -> np.ndarray:
         """(P,) makespans of the list schedules of the rows (the batched JAX list

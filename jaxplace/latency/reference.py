@@ -26,6 +26,7 @@ import numpy as np
 
 from jaxplace.errors import JaxplaceError
 from jaxplace.graph import CompGraph
+from jaxplace.latency import _events
 from jaxplace.latency.instance import LatencyInstance, Schedule, Transfer
 from jaxplace.reference import kahn_csr
 
@@ -106,6 +107,23 @@ def schedule_order(inst: LatencyInstance, order, device=None) -> Schedule:
     return Schedule(st["device"], start, st["finish"], tuple(transfers))
 
 
+def replay_schedule(inst: LatencyInstance, device, schedule: Schedule) -> Schedule | None:
+    """The semi-active schedule of `device`'s events in the order of `schedule`'s start
+    times (ops, and transfers by (tensor, destination)): the schedule itself when it is
+    a valid semi-active one (every schedule jaxplace builds), never longer when it is
+    valid. None when the placement does not fit (memory) or an op cannot run on its
+    device: `schedule_order` then gives the infeasible answer."""
+    dev = np.asarray(device, np.int64)
+    n = inst.n
+    if not np.all(np.isfinite(inst.times[np.arange(n), dev])):
+        return None
+    used = np.bincount(dev, weights=inst.memory, minlength=inst.num_devices)
+    if np.any(used > inst.capacity):
+        return None
+    tstart = {(int(t.tensor), int(t.dst)): float(t.start) for t in schedule.transfers}
+    return _events.rebuild(inst, dev, np.asarray(schedule.start, np.float64), tstart)
+
+
 def list_schedule(inst: LatencyInstance, priorities) -> Schedule:
     """The list schedule of Kahn(priorities) (module docstring)."""
     return schedule_order(inst, kahn_order(inst.graph, priorities))
@@ -136,4 +154,4 @@ def lower_bound(inst: LatencyInstance) -> float:
 
 
 __all__ = ["critical_path", "kahn_order", "list_schedule", "lower_bound", "makespans",
-           "schedule_order"]
+           "replay_schedule", "schedule_order"]

@@ -76,6 +76,57 @@ def latency_result_dict(problem, found, *, method: str | None = None,
     return out
 
 
+def saved_partition(problem, data: dict, assignment, source: str):
+    """The `ScheduledPartition` of a saved result (`latency_result_dict`): the device of
+    every op with the saved starts of its ops and transfers, whose replay costs the
+    saved makespan (`Latency.evaluate_partition`). A result without "ops" is the bare
+    assignment; a malformed "ops" or "transfers" entry is a JaxplaceError naming it."""
+    from jaxplace.errors import JaxplaceError
+    from jaxplace.latency.instance import Transfer
+    from jaxplace.latency.search import ScheduledPartition
+
+    ops = data.get("ops")
+    if ops is None:
+        return assignment
+    g, inst = problem.graph, problem.latency
+    a = np.asarray(assignment, np.int64)
+    if not isinstance(ops, list) or len(ops) != g.num_nodes:
+        raise JaxplaceError(f"must list the {g.num_nodes} ops", source=source, field="ops")
+    pos = {v: i for i, v in enumerate(g.node_ids)}
+    start = np.full(g.num_nodes, np.nan)
+    for j, op in enumerate(ops):
+        s = op.get("start") if isinstance(op, dict) else None
+        i = pos.get(op.get("id")) if isinstance(op, dict) else None
+        if i is None or not _time(s):
+            raise JaxplaceError("needs an op id of the graph and a finite start >= 0",
+                                source=source, field=f"ops[{j}]")
+        start[i] = float(s)
+    names = list(inst.device_names)
+    transfers = []
+    for j, t in enumerate(data.get("transfers") or []):
+        e = t.get("tensor") if isinstance(t, dict) else None
+        ok = (isinstance(e, int) and not isinstance(e, bool) and 0 <= e < g.num_tensors
+              and t.get("destination") in names and _time(t.get("start")))
+        if not ok:
+            raise JaxplaceError("needs a tensor index of the graph, a destination device "
+                                "and a finite start >= 0", source=source,
+                                field=f"transfers[{j}]")
+        src = int(a[g.tensor_producer[e]])
+        dst = names.index(t["destination"])
+        s = float(t["start"])
+        transfers.append(Transfer(e, src, dst, s, s + inst.transfer_time(e, src, dst)))
+    n = g.num_nodes
+    finish = start + inst.times[np.arange(n), a]
+    order = np.lexsort((np.argsort(g.topo_order), start))
+    sched = Schedule(a, start, finish, tuple(transfers))
+    return ScheduledPartition(order, (), a, float(np.max(finish)), schedule=sched)
+
+
+def _time(x) -> bool:
+    return (isinstance(x, int | float) and not isinstance(x, bool) and np.isfinite(x)
+            and x >= 0)
+
+
 def report_lines(problem, found, certificate=None) -> list[str]:
     """The device table of the schedule (`found`: see `schedule_of`), the critical
     path (every op on its fastest device, free transfers) and the EFT greedy baseline
@@ -93,4 +144,5 @@ def report_lines(problem, found, certificate=None) -> list[str]:
     return lines
 
 
-__all__ = ["FORMAT", "latency_result_dict", "report_lines", "schedule_of"]
+__all__ = ["FORMAT", "latency_result_dict", "report_lines", "saved_partition",
+           "schedule_of"]

@@ -33,6 +33,7 @@ into a `Result` through the float64 reference. The default search for latency:
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -49,11 +50,22 @@ PATIENCE = 6000
 REFINE_SECONDS = 5.0
 
 
-def schedule_partition(graph, x, schedule: Schedule) -> Partition:
+@dataclass(frozen=True, eq=False)
+class ScheduledPartition(Partition):
+    """A `Partition` of the latency objective that carries its schedule: its cost is
+    that schedule's event order replayed (`reference.replay_schedule`), not the
+    earliest-start schedule of `order`, which may be longer (a refined or baseline
+    schedule, or one a MILP found, is no list schedule of its op order)."""
+
+    schedule: Schedule | None = None
+
+
+def schedule_partition(graph, x, schedule: Schedule) -> ScheduledPartition:
     """A `Partition` standing for a schedule: the Kahn order of x, no cuts, the device
-    of every op as its assignment, the makespan as its cost."""
-    return Partition(kahn_order(graph, x), (), np.asarray(schedule.device, np.int64),
-                     float(schedule.makespan))
+    of every op as its assignment, the makespan as its cost, the schedule itself."""
+    return ScheduledPartition(kahn_order(graph, x), (),
+                              np.asarray(schedule.device, np.int64),
+                              float(schedule.makespan), schedule=schedule)
 
 
 def latency_result(req, method: str, x, evaluations: int, history, interrupted: bool,
@@ -166,5 +178,5 @@ def _best_of_baselines(req, res, schedules: list):
     return res
 
 
-__all__ = ["latency_default", "latency_result", "latency_seeds",
+__all__ = ["ScheduledPartition", "latency_default", "latency_result", "latency_seeds",
            "schedule_partition"]

@@ -49,23 +49,8 @@ class Throughput(Objective):
     search_methods = None
 
     def matches(self, problem) -> bool:
-        c = problem.cluster
-        return problem.objective == "throughput" and (c is None or c.is_uniform)
-
-    def validate(self, problem) -> None:
-        """A uniform cluster sets k and, where the graph's parameters are bytes, the
-        capacity: a block must fit a device's memory."""
-        c = problem.cluster
-        if c is None:
-            return
-        if problem.k > c.num_devices:
-            raise JaxplaceError(f"must be at most the cluster's {c.num_devices} devices, "
-                                f"got {problem.k}", field="k")
-        mem = float(c.memory.min()) if c.num_devices else math.inf
-        bytes_ = str(problem.graph.meta.get("size_param_unit", "bytes")).startswith("bytes")
-        binds = mem < float(problem.graph.size_param.sum())  # else no block exceeds it
-        if bytes_ and binds and (problem.capacity is None or problem.capacity > mem):
-            object.__setattr__(problem, "capacity", mem)  # normalised like __post_init__
+        # a cluster, uniform or not, goes to the unequal-devices model (hetero/)
+        return problem.objective == "throughput" and problem.cluster is None
 
     @property
     def bound_methods(self) -> tuple[str, ...]:  # type: ignore[override]
