@@ -52,8 +52,8 @@ ATEN_AS = {
     "scaled_dot_product_attention": "MatMul",
 }
 
-_MATRIX = frozenset({"linear", "mm", "bmm", "addmm", "matmul", "baddbmm", "conv1d",
-                     "conv2d", "conv3d", "convolution", "scaled_dot_product_attention"})
+MATRIX_OPS = frozenset({"linear", "mm", "bmm", "addmm", "matmul", "baddbmm", "conv1d",
+                       "conv2d", "conv3d", "convolution", "scaled_dot_product_attention"})
 
 
 def aten_name(target) -> str:
@@ -107,7 +107,7 @@ def op_cost(name: str, ins: Sequence, outs: Sequence, device: DeviceProfile,
     out_elems = sum(rl.numel(_shape(t)) for t in outs)
     nbytes = float(sum(_nbytes(t) for t in (*ins, *outs)))
     dtype = canonical_dtype(str(outs[0].dtype).replace("torch.", ""))
-    matrix = name in _MATRIX
+    matrix = name in MATRIX_OPS
     if matrix:
         flops = matrix_flops(name, ins, _shape(outs[0]))
     elif cat == "pool" and op != "GlobalAveragePool":

@@ -11,7 +11,6 @@ split of the repeated layers (the torchtitan / DeepSpeed default) is costed alon
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -23,9 +22,9 @@ from jaxplace.graph import CompGraph
 from jaxplace.importers.builder import US
 from jaxplace.importers.devices import DeviceProfile, get_device
 from jaxplace.pipeline.chain import ChainSplit, plan_chain, split_from_starts
+from jaxplace.torch.boundaries import even_layer_starts, module_boundaries, repeated_layers
 from jaxplace.torch.trace import TracedOp, from_torch, require_torch
-
-_NUMBERED = re.compile(r"^(?P<parent>.+)\.\d+$")
+from jaxplace.torch.train_plan import TrainingOptions, plan_training
 
 #: the objectives a module-boundary chain split serves (identical devices, MTPP)
 OBJECTIVES = ("throughput",)
@@ -112,61 +111,13 @@ class PipelinePlan:
         return "\n".join(lines)
 
 
-def module_boundaries(ops: Sequence[TracedOp]) -> dict[int, str]:
-    """{op position: FQN} where SplitPoint.BEGINNING of that module cuts the program:
-    the module is called once (SplitPoint.BEGINNING cuts before every call; a module
-    called twice, even back to back, would cut twice) and its ops are one contiguous
-    run (so the pre-forward split falls exactly before its first op), not at position
-    0. Where several modules begin at one position, the outermost is named."""
-    runs: dict[str, list[int]] = {}
-    calls: dict[str, set[str]] = {}
-    for i, op in enumerate(ops):
-        for j, fqn in enumerate(op.modules):
-            runs.setdefault(fqn, []).append(i)
-            if j < len(op.calls):
-                calls.setdefault(fqn, set()).add(op.calls[j])
-    out: dict[int, tuple[int, str]] = {}
-    for fqn, idx in runs.items():
-        if idx[0] == 0 or idx[-1] - idx[0] + 1 != len(idx) or len(calls.get(fqn, ())) > 1:
-            continue
-        depth = fqn.count(".")
-        if idx[0] not in out or depth < out[idx[0]][0]:
-            out[idx[0]] = (depth, fqn)
-    return {p: f for p, (_, f) in sorted(out.items())}
-
-
-def repeated_layers(ops: Sequence[TracedOp]) -> list[tuple[str, int]]:
-    """(FQN, first op position) of the repeated layers in call order: the outermost
-    modules named `<container>.<i>` (transformer.h.3, layer2.1, blocks.0), the unit
-    torchtitan and DeepSpeed split evenly."""
-    first: dict[str, int] = {}
-    for i, op in enumerate(ops):
-        for fqn in op.modules:
-            first.setdefault(fqn, i)
-    out = []
-    for fqn, pos in first.items():
-        if not _NUMBERED.match(fqn):
-            continue
-        parts = fqn.split(".")
-        ancestors = (".".join(parts[:j]) for j in range(1, len(parts)))
-        if not any(_NUMBERED.match(a) and a in first for a in ancestors):
-            out.append((fqn, pos))
-    return sorted(out, key=lambda x: x[1])
-
-
-def even_layer_starts(layers: Sequence[tuple[str, int]], k: int) -> list[int]:
-    """Stage start positions of the even split: stage s holds layers
-    [floor(s L / k), floor((s+1) L / k)); what comes before the first layer joins stage
-    0, what follows the last joins the last stage."""
-    n = len(layers)
-    if n < k:
-        return []
-    return [0] + [layers[(s * n) // k][1] for s in range(1, k)]
-
-
 def plan_pipeline(module, example_args: Sequence, k: int, *, device: str | DeviceProfile = "h100",
                   objective: str = "throughput", example_kwargs: dict | None = None,
-                  seed: int = 0, balance_target: float = 1.15) -> PipelinePlan:
+                  seed: int = 0, balance_target: float = 1.15, train: bool = False,
+                  schedule: str = "1f1b", n_microbatches: int | None = None,
+                  n_virtual: int = 1, loss_fn=None, target=None,
+                  memory_limit: float | None = None, optimizer: str = "adam",
+                  profile: bool = False, repeats: int = 5):
     """Split `module` into at most k pipeline stages at module boundaries.
 
     Args:
@@ -179,9 +130,25 @@ def plan_pipeline(module, example_args: Sequence, k: int, *, device: str | Devic
         seed: planner seed.
         balance_target: max/mean above which, when the op-level split is better, the
             plan notes that module boundaries are too coarse.
+        train: plan a training pipeline instead (a `train_plan.TrainingPlan`): the
+            split with the shortest simulated training step under `schedule` ("gpipe",
+            "1f1b", "interleaved-1f1b", "zero-bubble", "zbv") with `n_microbatches`
+            (default 2k) and `n_virtual` chunks per rank, priced for `optimizer`
+            ("adam", "sgd"), each rank's memory under the schedule at most
+            `memory_limit` bytes. `profile=True` measures every segment's forward and
+            backward on this host (`repeats` runs, one thread; needs `loss_fn(output,
+            target)` and a `target` for example_args); else the backward is derived
+            from the traced forward.
     """
     require_torch()
     from torch.distributed.pipelining import SplitPoint
+
+    if train:
+        return plan_training(module, example_args, k, TrainingOptions(
+            schedule=schedule, n_microbatches=n_microbatches, n_virtual=n_virtual,
+            optimizer=optimizer, memory_limit=memory_limit, profile=profile,
+            loss_fn=loss_fn, target=target, repeats=repeats), device=device,
+            example_kwargs=example_kwargs, seed=seed)
 
     if objective not in OBJECTIVES:
         raise JaxplaceError(f"objective {objective!r} is not supported for module-boundary "

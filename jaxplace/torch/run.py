@@ -10,7 +10,6 @@ local port; a hard deadline kills them, so a hang cannot stall the caller.
 from __future__ import annotations
 
 import os
-import socket
 import tempfile
 import time
 from collections.abc import Sequence
@@ -22,7 +21,9 @@ import numpy as np
 
 from jaxplace.errors import JaxplaceError
 from jaxplace.torch.plan import PipelinePlan
+from jaxplace.torch.processes import check_main_guard, free_port, without_split_wrappers
 from jaxplace.torch.trace import require_torch
+from jaxplace.torch.train_run import run_training
 
 
 @dataclass(frozen=True)
@@ -52,26 +53,6 @@ class PipelineRun:
             lines.append(f"{i:>5} {m[i]:>12.4g} {m[i] / m.sum():>6.1%} {p[i]:>13.4g} "
                          f"{p[i] / p.sum():>6.1%}")
         return "\n".join(lines)
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def without_split_wrappers(module):
-    """A copy of `module` with the forward wrappers that `pipeline(..., split_spec=)`
-    leaves on split modules removed: torch wraps them in place, a wrapped module cannot
-    be pickled to the stage processes, and a second `pipeline` call would wrap twice."""
-    import copy
-
-    clean = copy.deepcopy(module)
-    for m in clean.modules():
-        if "_orig_forward" in m.__dict__:
-            m.__dict__.pop("forward", None)
-            del m.__dict__["_orig_forward"]
-    return clean
 
 
 def _microbatch(args: Sequence, n: int) -> tuple:
@@ -111,8 +92,12 @@ def _worker(rank: int, world: int, port: int, module, split_spec: dict, args: tu
 
 
 def run_pipeline(plan: PipelinePlan, module, args: Sequence, *, n_microbatches: int = 2,
-                 repeats: int = 1, timeout: float = 120.0) -> PipelineRun:
-    """Run `module` split by `plan` over plan.num_stages local processes.
+                 repeats: int = 1, timeout: float = 120.0, train: bool = False,
+                 target=None, loss_fn=None, steps: int = 3, warmup: int = 1,
+                 optimizer: str | None = None, lr: float = 1e-3, memory: bool = True):
+    """Run `module` split by `plan` over local processes (spawned: a script calling
+    this must do so under `if __name__ == "__main__":`; a call from a process that is
+    still importing the script is refused).
 
     Args:
         plan: from `plan_pipeline` (its split_spec cuts the module).
@@ -121,10 +106,25 @@ def run_pipeline(plan: PipelinePlan, module, args: Sequence, *, n_microbatches: 
         repeats: measured steps after one warm-up step.
         timeout: seconds for the whole run; past it the processes are killed and a
             JaxplaceError raised.
+        train: run training steps of a training plan (`plan_pipeline(..., train=True)`)
+            with torch's schedule class, `loss_fn(output, target)` on the whole batch's
+            `target` split like args, `warmup` + `steps` steps of `optimizer` ("sgd",
+            "adam"; default the plan's) at learning rate `lr`, and each rank's peak
+            memory in one more step when `memory`: a `train_run.TrainingRun`
+            (n_microbatches and repeats are the plan's and steps').
     """
     torch = require_torch()
     import torch.multiprocessing as mp
     from torch.multiprocessing.spawn import ProcessException
+
+    if train or getattr(plan, "train", False):
+        if not getattr(plan, "train", False):
+            raise JaxplaceError("train=True needs a training plan: plan_pipeline(..., "
+                                "train=True)", field="plan")
+        return run_training(plan, module, args, target=target, loss_fn=loss_fn,
+                            steps=steps, warmup=warmup, optimizer=optimizer, lr=lr,
+                            memory=memory, timeout=timeout)
+    check_main_guard()
 
     world = plan.num_stages
     if world < 2:
