@@ -21,7 +21,8 @@ A graph describes one microbatch (nodes in program order, a topological order):
   stages in between).
 
 `graph.meta["training"]` (all optional): `schedule` ("1f1b"), `n_microbatches`
-(2 k for a problem of at most k stages: one batch however it is split), `n_virtual` (1; chunks per rank), `state_factor` (2.0).
+(2 k for a problem of at most k stages: one batch however it is split),
+`n_virtual` (1; chunks per rank), `state_factor` (2.0).
 
 A partition is a contiguous split of the node order: every block a run of
 consecutive nodes; stages ordered by position. Its cost is the simulated step time
