@@ -4,7 +4,8 @@ Imports inside `if TYPE_CHECKING:` (annotations only) are not dependencies.
 
 - No `_private` module or name of jaxplace is imported from another subpackage: shared
   internals have one public owner (`jaxplace.highs`, `jaxplace.jsonio`, ...).
-- No cycle between the modules of one subpackage, except the recorded ones below.
+- No cycle between the modules of one subpackage, except the recorded ones below; and
+  no cycle between any modules at all once annotation-only imports are counted too.
 - The subpackages and top-level modules form the layers of `LAYERS` (lowest first); an
   import of a later layer from an earlier one, at module level or inside a function, is
   a violation. The violations that exist are recorded in `ALLOWED_UPWARD`: the set may
@@ -81,11 +82,12 @@ def _private(part: str) -> bool:
     return part.startswith("_") and not part.startswith("__")
 
 
-def _imports(tree: ast.AST, modules: set[str]):
+def _imports(tree: ast.AST, modules: set[str], typing: bool = False):
     """(imported module, imported names, line) for every jaxplace import in `tree`, at
-    any depth (function bodies included)."""
-    typing_only = {id(n) for block in ast.walk(tree) if _type_checking(block)
-                   for stmt in block.body for n in ast.walk(stmt)}
+    any depth (function bodies included; `if TYPE_CHECKING:` blocks only if `typing`)."""
+    typing_only = set() if typing else {
+        id(n) for block in ast.walk(tree) if _type_checking(block)
+        for stmt in block.body for n in ast.walk(stmt)}
     for node in ast.walk(tree):
         if id(node) in typing_only:
             continue
@@ -113,15 +115,16 @@ def _type_checking(node) -> bool:
         or (isinstance(node.test, ast.Attribute) and node.test.attr == "TYPE_CHECKING"))
 
 
-def collect_edges() -> list[tuple[str, str, tuple[str, ...], int]]:
-    """(importer, imported, names, line) for every jaxplace import, face left out."""
+def collect_edges(typing: bool = False) -> list[tuple[str, str, tuple[str, ...], int]]:
+    """(importer, imported, names, line) for every jaxplace import, face left out
+    (imports for annotations only too if `typing`)."""
     files = {_module_name(p): p for p in PKG.rglob("*.py") if "__pycache__" not in p.parts}
     out = []
     for name, path in sorted(files.items()):
         if name == "jaxplace":
             continue
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-        for target, names, line in _imports(tree, set(files)):
+        for target, names, line in _imports(tree, set(files), typing):
             if target != "jaxplace":
                 out.append((name, target, names, line))
     return out
@@ -217,6 +220,18 @@ def test_no_cycle_between_modules_of_one_subpackage(edges):
         " <-> ".join(sorted(c)) for c in new)
     gone = [a for a in ALLOWED_MODULE_CYCLES if not any(a & c for c in cycles)]
     assert not gone, f"these cycles are gone: remove them from ALLOWED_MODULE_CYCLES: {gone}"
+
+
+def test_no_module_cycle_even_counting_annotations():
+    """No two modules of jaxplace import each other, directly or through others, counting
+    imports inside functions and those for annotations only: a cycle hidden behind
+    `TYPE_CHECKING` or a function body still ties the two modules' designs together."""
+    succ: dict[str, set[str]] = defaultdict(set)
+    for importer, target, _, _ in collect_edges(typing=True):
+        if importer != target:
+            succ[_short(importer)].add(_short(target))
+    cycles = _cycles(set(succ), succ)
+    assert not cycles, "import cycles: " + "; ".join(" <-> ".join(sorted(c)) for c in cycles)
 
 
 def split_face_imports(edges) -> list[str]:
