@@ -129,3 +129,31 @@ def test_one_sgd_step_of_the_pipeline_equals_the_unsplit_models(schedule):
         assert [(e.kind, e.stage, e.microbatch) for e in evs] == order[r]
     assert run.step_times.shape == (1,) and run.stage_times.shape == (2, 2)
     assert np.all(run.stage_times > 0)
+
+
+def test_a_call_from_a_starting_process_names_the_main_guard(monkeypatch):
+    """A spawned child re-importing a script that calls run_pipeline at top level is
+    still starting (`_inheriting`): the call is refused, naming the guard."""
+    import multiprocessing
+
+    m, x, y = _gpt()
+    plan = plan_pipeline(m, (x[:2],), 2, train=True, n_microbatches=4, device="cpu")
+    monkeypatch.setattr(multiprocessing.current_process(), "_inheriting", True,
+                        raising=False)
+    inference = plan_pipeline(m, (x[:2],), 2)
+    with pytest.raises(jp.JaxplaceError, match='__name__ == "__main__"'):
+        run_pipeline(plan, m, (x,), target=y, loss_fn=lm_loss, train=True)
+    with pytest.raises(jp.JaxplaceError, match='__name__ == "__main__"'):
+        run_pipeline(inference, m, (x,), n_microbatches=2)
+
+
+def test_training_run_refusals():
+    m, x, y = _gpt()
+    plan = plan_pipeline(m, (x[:2],), 2, train=True, n_microbatches=4, device="cpu")
+    with pytest.raises(jp.JaxplaceError, match="loss_fn and target"):
+        run_pipeline(plan, m, (x,), train=True)
+    with pytest.raises(jp.JaxplaceError, match="divide into 4"):
+        run_pipeline(plan, m, (x[:6],), target=y[:6], loss_fn=lm_loss, train=True)
+    inference = plan_pipeline(m, (x[:2],), 2)
+    with pytest.raises(jp.JaxplaceError, match="training plan"):
+        run_pipeline(inference, m, (x,), target=y, loss_fn=lm_loss, train=True)

@@ -2,8 +2,9 @@
 
 Every exporter takes a `StagePlan` and returns an `Export` (the value, a line to paste,
 and the assumptions it rests on), or raises a one-line JaxplaceError when the framework
-cannot express the plan. None of them uses virtual (interleaved) stages: one model
-chunk per pipeline rank, ranks in pipeline order.
+cannot express the plan. The inference exporters use one model chunk per pipeline
+rank, ranks in pipeline order; the training exporters (`export_training`) keep the
+schedule, the microbatches and the virtual stages of a training plan.
 """
 
 from __future__ import annotations
@@ -171,6 +172,126 @@ def to_json(plan: StagePlan) -> Export:
              "layer_counts": plan.layer_counts(), "stages": plan.stages()}
     return Export("json", value, json.dumps(value["layer_counts"]), (
         *_common(plan), "stages numbered in pipeline order"))
+
+
+TRAINING_SCHEDULES = {
+    "gpipe": ("GPipe", None, None),
+    "1f1b": ("1F1B", "1F1B (non-interleaved)", "TrainSchedule (1F1B)"),
+    "interleaved-1f1b": ("Interleaved1F1B", "interleaved 1F1B", None),
+    "zero-bubble": ("InterleavedZeroBubble", None, None),
+    "zbv": ("ZBVZeroBubble", None, None),
+}
+
+
+@dataclass(frozen=True)
+class TrainingSchedule:
+    """The schedule a training plan was made for: stage s of the plan runs on rank
+    s mod ranks (chunk s // ranks), or V-shaped for `zbv`."""
+
+    schedule: str = "1f1b"
+    n_microbatches: int = 1
+    n_virtual: int = 1
+
+    def ranks(self, plan: StagePlan, framework: str) -> int:
+        if self.schedule not in TRAINING_SCHEDULES:
+            raise JaxplaceError(f"unknown schedule {self.schedule!r}; known: "
+                                f"{', '.join(TRAINING_SCHEDULES)}", field="schedule")
+        if int(self.n_microbatches) < 1:
+            raise JaxplaceError("must be at least 1", field="n_microbatches")
+        v = int(self.n_virtual)
+        if v < 1 or plan.num_stages % v:
+            _refuse(framework, f"{plan.num_stages} stages do not fill {v} chunks per "
+                    "rank", plan)
+        return plan.num_stages // v
+
+
+def to_torchtitan(plan: StagePlan, sched: TrainingSchedule) -> Export:
+    """torchtitan's `parallelism.module_fqns_per_model_part` (the modules of every
+    model part, i.e. every stage, virtual ones included, in pipeline order) with the
+    schedule by torch's name."""
+    _contiguous(plan, "torchtitan")
+    ranks = sched.ranks(plan, "torchtitan")
+    name = TRAINING_SCHEDULES[sched.schedule][0]
+    parts = plan.stages()
+    if any(not p for p in parts):
+        _refuse("torchtitan", "a stage holds no module", plan)
+    value = {"pipeline_parallel_degree": ranks, "pipeline_parallel_schedule": name,
+             "module_fqns_per_model_part": parts,
+             "n_microbatches": int(sched.n_microbatches)}
+    snippet = ("[parallelism]\n"
+               f"pipeline_parallel_degree = {ranks}\n"
+               f"pipeline_parallel_schedule = \"{name}\"\n"
+               f"module_fqns_per_model_part = {json.dumps(parts)}")
+    return Export("torchtitan", value, snippet, (
+        f"{plan.num_stages} model parts on {ranks} pipeline ranks "
+        f"({sched.n_virtual} per rank"
+        + (", V-shaped: part s and 2p - 1 - s on rank s)" if sched.schedule == "zbv"
+           else ", part s on rank s mod ranks)"),
+        f"{sched.n_microbatches} microbatches: pipeline_parallel_microbatch_size = "
+        f"local batch size / {sched.n_microbatches}",
+        "module names (FQNs) as in the torchtitan model (tok_embeddings, layers.<i>, "
+        "norm, output for Llama); rename if yours differ"))
+
+
+def to_megatron_training(plan: StagePlan, sched: TrainingSchedule) -> Export:
+    """Megatron-LM's layout with virtual stages: one entry per (virtual) stage in
+    model order; Megatron places stage s on pipeline rank s mod ranks and runs its
+    interleaved 1F1B when there is more than one per rank."""
+    ranks = sched.ranks(plan, "Megatron-LM")
+    which = TRAINING_SCHEDULES[sched.schedule][1]
+    if which is None or (sched.n_virtual > 1 and sched.schedule != "interleaved-1f1b"):
+        raise JaxplaceError(f"Megatron-LM has no {sched.schedule!r} schedule with "
+                            f"{sched.n_virtual} chunk(s) per rank (it runs 1F1B, "
+                            "interleaved with virtual stages)", field="schedule")
+    base = to_megatron(plan)
+    snippet = (f"--pipeline-model-parallel-size {ranks} "
+               f"--pipeline-model-parallel-layout \"{base.value}\" "
+               f"--micro-batch-size MBS --global-batch-size "
+               f"{sched.n_microbatches}*MBS*DP")
+    return Export("megatron", {"layout": base.value, "pipeline_model_parallel_size": ranks,
+                               "virtual_stages_per_rank": sched.n_virtual,
+                               "schedule": which, "n_microbatches": sched.n_microbatches},
+                  snippet, (*base.assumptions[1:],
+                            f"{plan.num_stages} stages on {ranks} ranks: stage s on rank "
+                            f"s mod {ranks} (Megatron's virtual pipeline order)",
+                            f"{sched.n_microbatches} microbatches per step: global batch "
+                            "= n_microbatches x micro batch x data-parallel size"))
+
+
+def to_deepspeed_training(plan: StagePlan, sched: TrainingSchedule) -> Export:
+    """DeepSpeed's manual partition with its training schedule (1F1B, one chunk per
+    rank), the microbatches as gradient accumulation steps."""
+    sched.ranks(plan, "DeepSpeed")
+    if sched.schedule != "1f1b" or sched.n_virtual != 1:
+        raise JaxplaceError(f"DeepSpeed's pipeline engine runs 1F1B with one chunk per "
+                            f"rank, not {sched.schedule!r} with {sched.n_virtual}",
+                            field="schedule")
+    base = to_deepspeed(plan)
+    value = {**base.value, "gradient_accumulation_steps": sched.n_microbatches,
+             "schedule": TRAINING_SCHEDULES["1f1b"][2]}
+    snippet = (base.snippet + "\n# ds_config: "
+               f"{{\"gradient_accumulation_steps\": {sched.n_microbatches}}}")
+    return Export("deepspeed", value, snippet, (
+        *base.assumptions, f"{sched.n_microbatches} microbatches per step "
+        "(DeepSpeed's pipeline micro-batches = gradient_accumulation_steps)"))
+
+
+#: framework -> exporter(plan, TrainingSchedule) -> Export, for training plans
+TRAINING_EXPORTERS = {
+    "torchtitan": to_torchtitan,
+    "megatron": to_megatron_training,
+    "deepspeed": to_deepspeed_training,
+}
+
+
+def export_training(plan: StagePlan, to: str, sched: TrainingSchedule) -> Export:
+    """A training plan in framework `to` (a key of TRAINING_EXPORTERS), keeping its
+    schedule, microbatches and virtual stages."""
+    fn = TRAINING_EXPORTERS.get(to)
+    if fn is None:
+        raise JaxplaceError(f"unknown framework {to!r} for training plans; known: "
+                            f"{', '.join(TRAINING_EXPORTERS)}", field="--to")
+    return fn(plan, sched)
 
 
 #: --to name -> exporter(plan) -> Export.
