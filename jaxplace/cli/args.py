@@ -43,6 +43,46 @@ def add_input_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--capacity", type=float, default=None,
                    help="hard per-stage parameter limit")
     add_model_args(p)
+    add_workload_args(p)
+
+
+def add_workload_args(p: argparse.ArgumentParser) -> None:
+    """What a model config (Hugging Face config.json) is costed for."""
+    g = p.add_argument_group("model configs (config.json): the workload costed")
+    g.add_argument("--mode", choices=("training", "inference", "decode"), default=None,
+                   help="training (default: forward + backward, weights, gradients, Adam "
+                   "state and stashed activations resident), inference (prefill, KV "
+                   "cache) or decode (one new token per sequence)")
+    g.add_argument("--seq-len", type=positive_int, default=None, metavar="TOKENS",
+                   help="tokens per sequence (default: the model's max positions, at "
+                   "most 4096)")
+    g.add_argument("--micro-batch", type=positive_int, default=None, metavar="SEQS",
+                   help="sequences per micro-batch (default 1)")
+
+
+#: (dest, flag) of the workload flags (`add_workload_args`).
+_WORKLOAD_FLAGS = (("mode", "--mode"), ("seq_len", "--seq-len"),
+                   ("micro_batch", "--micro-batch"))
+
+
+def workload_options(args) -> dict:
+    """The workload flags given, as `Workload` fields."""
+    return {dest: getattr(args, dest) for dest, _ in _WORKLOAD_FLAGS
+            if getattr(args, dest, None) is not None}
+
+
+def workload_line(meta: dict) -> str | None:
+    """One line naming the workload a model config's graph was costed for (None for
+    other graphs)."""
+    wl = meta.get("workload")
+    if meta.get("format") != "hf-config" or not isinstance(wl, dict):
+        return None
+    held = {"training": "weights, gradients, Adam state and stashed activations",
+            "inference": "weights and KV cache", "decode": "weights and KV cache"}
+    return (f"workload: {wl['mode']}, sequence {wl['seq_len']} tokens, micro-batch "
+            f"{wl['micro_batch']}, {wl['dtype']}, {wl['in_flight']} micro-batches in "
+            f"flight; resident: {held.get(wl['mode'], '?')} (--mode, --seq-len, "
+            "--micro-batch change it)")
 
 
 def _device_names() -> list[str]:
@@ -172,8 +212,18 @@ def load_input(args, *, default_k: int | None = None):
             graph = load_graph(source, **(options or model_options(args)))
         else:
             graph = load_graph(source)
+            if graph.meta.get("format") == "hf-config" and workload_options(args):
+                graph = load_graph(source, **workload_options(args))
     if given and not (args.file and _is_model_file(args.file)):
         note(f"{', '.join(given)} only apply to model files (.onnx); ignored for {source}")
+    wl_given = [flag for dest, flag in _WORKLOAD_FLAGS if getattr(args, dest, None)
+                is not None]
+    if wl_given and graph.meta.get("format") != "hf-config":
+        note(f"ignored for {source}: {', '.join(wl_given)} (for model configs, "
+             "config.json, only)")
+    line = workload_line(graph.meta)
+    if line is not None:
+        print(line, file=sys.stderr)
     k = args.k
     if k is None and "k" not in graph.meta and "maxFPGAs" not in graph.meta:
         k = default_k

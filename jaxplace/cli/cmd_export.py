@@ -138,12 +138,44 @@ def _layers(args, result) -> int:
             "model.layers.<i>); this result's ops are not; use --to onnx or --to json",
             source=args.result) from None
     exp = export_plan(plan, args.to)
+    _mode_warning(args, result)  # once the plan is exportable: errors stay one line
     devices = result.get("stage_devices")
     if isinstance(devices, list) and devices:  # a plan for an unequal cluster
         order = ", ".join(f"rank {s}: {d}" for s, d in enumerate(devices))
         exp = replace(exp, assumptions=(*exp.assumptions, "pipeline ranks run on the "
                                         f"cluster's devices in this order ({order})"))
     return _print_export(args, exp)
+
+
+#: What each layer-chain framework runs: its plans should be costed for that workload.
+_FRAMEWORK_MODES = {"megatron": ("training",), "deepspeed": ("training",),
+                    "vllm": ("inference", "decode")}
+
+
+def _mode_warning(args, result) -> None:
+    """A warning when the plan was costed for a workload the framework does not run
+    (a training plan served by vLLM: other stage times and memory)."""
+    wants = _FRAMEWORK_MODES.get(args.to)
+    if wants is None:
+        return
+    wl = (result.get("source_model") or {}).get("workload") or {}
+    mode = wl.get("mode")
+    target = _LAYER_TARGETS[args.to]
+    if mode is None:
+        _warn(f"{args.result} does not record the workload it was costed for "
+             f"(model configs are costed for training unless --mode says otherwise); "
+             f"{target} runs {wants[0]}")
+    elif mode not in wants:
+        _warn(f"{args.result} was costed for {mode} (sequence {wl.get('seq_len')}, "
+             f"micro-batch {wl.get('micro_batch')}) but {target} runs {wants[0]}: stage "
+             f"times and memory differ; re-plan with `jaxplace partition CONFIG "
+             f"--mode {wants[0]}`")
+
+
+def _warn(message: str) -> None:
+    import sys
+
+    print(f"jaxplace: warning: {message}", file=sys.stderr)
 
 
 def _op_splits(args, result):

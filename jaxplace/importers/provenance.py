@@ -28,7 +28,13 @@ def model_provenance(path: str | os.PathLike) -> dict:
 def source_model(graph, source_file, source) -> dict | None:
     """Provenance of the model file a result came from (`source_file`, else `source`
     when it names a model file on disk), with the symbolic dimensions the import
-    used; None when there is no such file."""
+    used; for a model config's layer graph, the model and the workload it was costed
+    for (so that an export can tell a training plan from an inference one); None
+    when there is neither."""
+    if graph.meta.get("format") == "hf-config" and "workload" in graph.meta:
+        return {"format": "hf-config", "model": graph.meta.get("model"),
+                "device": (graph.meta.get("device") or {}).get("name"),
+                "workload": dict(graph.meta["workload"])}
     path = source_file
     if path is None and isinstance(source, str) and \
             source.lower().endswith(MODEL_FILE_SUFFIXES):
