@@ -53,13 +53,21 @@ def sparse_scores(problem, X, spec=PLAIN, dtype=jnp.float32, *, indexed=False, t
                       dtype=np.float64)
 
 
-@pytest.mark.parametrize("indexed", [False, True])
+#: The integer state in scratch memory in the default set (one compile per shape shared
+#: by the tests); in registers too in the heavy set (interpret mode's one-hot picks are
+#: slow on a CPU).
+BOTH = [True, pytest.param(False, marks=pytest.mark.heavy)]
+
+
+@pytest.mark.parametrize("indexed", BOTH)
 def test_float32_matches_reference_and_lanes(indexed):
-    for problem, X in _cases(np.random.default_rng(0)):
+    for i, (problem, X) in enumerate(_cases(np.random.default_rng(0))):
         X = X.astype(np.float32)
         got = sparse_scores(problem, X, indexed=indexed)
         assert_costs(got, jp.reference.evaluate_reference(problem, X), FLOAT32_RTOL)
-        assert_costs(got, evaluate(problem, X, impl="lanes", window=None), FLOAT32_RTOL)
+        if i < 2:  # lanes compiles per shape: two cases (one with ties)
+            assert_costs(got, evaluate(problem, X, impl="lanes", window=None),
+                         FLOAT32_RTOL)
 
 
 def test_registers_and_indexed_state_are_bit_identical():
@@ -93,20 +101,25 @@ def test_tiny_equals_brute_force(problem, seed):
 
 def test_capacity_infeasible_is_inf():
     g = jp.CompGraph([1.0, 1.0], [(0, 1)], size_param=[3.0, 3.0], size_out=[1.0, 0.0])
-    costs = sparse_scores(jp.Problem(g, 2, capacity=2.0), np.zeros((3, 2), np.float32))
+    costs = sparse_scores(jp.Problem(g, 2, capacity=2.0), np.zeros((3, 2), np.float32),
+                          indexed=True)
     assert np.all(np.isposinf(costs))
-    ok = sparse_scores(jp.Problem(g, 2, capacity=3.0), np.zeros((1, 2), np.float32))
+    ok = sparse_scores(jp.Problem(g, 2, capacity=3.0), np.zeros((1, 2), np.float32),
+                       indexed=True)
     np.testing.assert_allclose(ok, [2.0], rtol=1e-7)
 
 
-@pytest.mark.parametrize("indexed", [False, True])
+@pytest.mark.parametrize("indexed", BOTH)
 def test_units_training_graphs_and_unsupported_nodes(indexed):
     rng = np.random.default_rng(2)
     for kw in (dict(training=True, colors=3, k=3),
                dict(training=True, colors=2, k=2, multi=True, memory=True),
                dict(training=False, colors=4, k=4, capacity=True, unsupported=0.2),
                dict(training=True, colors=0, k=1, multi=True, unsupported=0.0)):
-        problem = cpu_block_problem(rng, 16, cpus=0, **kw)
+        try:
+            problem = cpu_block_problem(rng, 16, cpus=0, **kw)
+        except JaxplaceError:  # unsupported ops with no CPU block: refused by Problem
+            continue
         X = rng.random((11, problem.n)).astype(np.float32)
         assert_costs(sparse_scores(problem, X, UNITS, indexed=indexed),
                      jp.reference.evaluate_reference(problem, X), FLOAT32_RTOL)
@@ -121,7 +134,7 @@ def _tau_cases(rng):
     return out
 
 
-@pytest.mark.parametrize("indexed", [False, True])
+@pytest.mark.parametrize("indexed", BOTH)
 def test_tau_exact_below_never_below_above(indexed):
     """Below tau: the exact cost. At or above: +inf or the exact cost. Every finite
     tau quantile of the costs, and tau below every cost (all flagged is allowed)."""
@@ -142,6 +155,7 @@ def test_tau_exact_below_never_below_above(indexed):
     assert flagged > 0  # the bound does flag candidates (tau = 0 at least)
 
 
+@pytest.mark.heavy
 def test_tau_flag_does_not_depend_on_neighbours():
     """A lane's answer is the same scored alone or beside others (blocks of 1 and 16)."""
     rng = np.random.default_rng(9)
@@ -185,7 +199,8 @@ def test_kernel_lowers_for_gpus(indexed):
     """The GPU kernel (not interpret mode) lowers through Pallas's Triton backend,
     the bound's while loop and the indexed scratch included."""
     rng = np.random.default_rng(7)
-    problem = cpu_block_problem(rng, 16, training=True, cpus=0, colors=2, k=3, memory=True)
+    problem = cpu_block_problem(rng, 16, training=True, cpus=0, colors=2, k=3, memory=True,
+                                unsupported=0.0)
     _, g = device_graph(problem, UNITS)
     X = np.zeros((32, UNITS.N), np.float32)
     fn = jax.jit(lambda g, X: score_prio(UNITS, g, unit_priorities(UNITS, g, X), tau=3.0,

@@ -115,6 +115,13 @@ class IslandResult:
     generations: int = 0  # generations that counted (up to its budget or target)
 
 
+def elites(s: IslandSettings) -> int:
+    """Elites per island and generation (`BRKGA.sizes`' count, static)."""
+    algo = _brkga(s, 1)
+    with jax.ensure_compile_time_eval():
+        return int(algo.sizes(algo.default_params)[0])
+
+
 def _brkga(s: IslandSettings, width: int) -> BRKGA:
     return BRKGA(s.population, jnp.zeros(width, jnp.float32), s.elite_fraction,
                  s.mutant_fraction, s.rho)
@@ -155,11 +162,24 @@ def _generations(s: IslandSettings, spec: Spec, graphs, keys, pop, fit, best_f, 
 
     ask_all = jax.vmap(jax.vmap(ask))  # over problems, islands
 
+    ne = elites(s)
+
     def step(carry, t):
         pop, fit, best_f, best_x = carry
         k = jax.vmap(jax.vmap(lambda key: jax.random.fold_in(key, t)))(keys)
         pop = jnp.where(t == 0, pop, ask_all(k, pop, fit))
-        fit = _score(s, spec, graphs, pop.reshape(G, I * P, W)).reshape(G, I, P)
+        # the elites are copied unchanged, best first (`BRKGA._ask` ranks by the same
+        # argsort): their fitness is carried, only the other rows are scored. At t = 0
+        # the first P - ne rows are scored and the last ne (random draws) count as
+        # worst, replaced at t = 1.
+        ranked = jnp.take_along_axis(fit, jnp.argsort(fit, axis=-1), axis=-1)
+        kept = jnp.where(t == 0, jnp.full((G, I, ne), jnp.inf, fit.dtype),
+                         ranked[..., :ne])
+        rows = jnp.where(t == 0, pop[:, :, :P - ne], pop[:, :, ne:])
+        new = _score(s, spec, graphs, rows.reshape(G, I * (P - ne), W)).reshape(
+            G, I, P - ne)
+        fit = jnp.where(t == 0, jnp.concatenate([new, kept], axis=-1),
+                        jnp.concatenate([kept, new], axis=-1))
         if s.migrants and I > 1:
             mig = (t % s.migrate_every) == s.migrate_every - 1
             mpop, mfit = _migrate(s, pop, fit)

@@ -26,7 +26,8 @@ from jaxplace.search.result import Result
 def islands_search(req) -> Result:
     """The request's budget, seed, time limit, target and cancel event;
     `population_size`: per island; options `islands`, `migrate_every`, `migrants`,
-    `elite_fraction`, `mutant_fraction`, `rho`, `impl`. The first island starts from
+    `elite_fraction`, `mutant_fraction`, `rho`, `impl`, `refine_steps` (the device
+    refinement's rounds on the best; default: the platform's). The first island starts from
     the better of the best heuristic order and the request's first seed row. No MIP
     polish (the default method has it)."""
     from jaxplace.reference import decode_reference
@@ -49,8 +50,9 @@ def islands_search(req) -> Result:
         if f < m.f_seed:
             m.x_seed, m.f_seed = x, f
     target = req.stop.target if req.stop.target is not None else -np.inf
-    group = IslandGroup(s, req.spec, [p], [0], req.seed, [generations_of(req.budget, s)],
-                        seeds=[m.x_seed], targets=[target])
+    group = IslandGroup(s.engine(), req.spec, [p], [0], req.seed,
+                        [generations_of(req.budget, s)], seeds=[m.x_seed], targets=[target])
+    group.refine_steps = s.refine_steps  # the device refinement (`run_group`)
     cancel = req.stop.cancel or threading.Event()
     settings = ManySettings(seed=req.seed, budget=req.budget,
                             time_limit=req.stop.time_limit, polish=False)

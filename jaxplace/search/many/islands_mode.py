@@ -30,7 +30,7 @@ import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
+from dataclasses import dataclass, fields, replace
 
 import jax
 import numpy as np
@@ -58,16 +58,41 @@ MODES = ("default", "islands")
 #: CPUs (explicit `mode="islands"`): on 6 REGAL-like graphs at 30,000 evaluations,
 #: 4 x 256 came within 1.025x of the default mode's cost, 2 x 64 within 1.040x
 #: (polish off in both; wider populations did better than more generations).
-ACCELERATOR_ISLANDS = IslandSettings(islands=4, population=1024, migrate_every=10,
-                                     impl=AUTO_IMPL)
-CPU_ISLANDS = IslandSettings(islands=4, population=256, migrate_every=8)
+@dataclass(frozen=True)
+class ModeSettings(IslandSettings):
+    """The island engine's settings and what the mode does after it: `refine_steps`
+    rounds of the device refinement (`device_refine`: every unit's cut moves scored
+    in one decoder call per round) on each problem's best, before the host's MIP
+    polish (0: none)."""
+
+    refine_steps: int = 0
+
+    def check(self) -> None:
+        super().check()
+        if not isinstance(self.refine_steps, int | np.integer) or self.refine_steps < 0:
+            raise JaxplaceError(f"must be an integer >= 0, got {self.refine_steps!r}",
+                                field="refine_steps")
+
+    def engine(self) -> IslandSettings:
+        """The island engine's part (its compiled programs do not depend on the rest)."""
+        return IslandSettings(**{f.name: getattr(self, f.name)
+                                 for f in fields(IslandSettings)})
+
+
+#: Device refinement rounds on accelerators (untuned: no GPU was lent when written;
+#: `jaxplace bench gpu`'s islands part measures it). CPUs: none (not measured better
+#: than the MIP polish there: experiments/gpu.md, "device refinement, CPU A/B").
+ACCELERATOR_REFINE_STEPS = 16
+ACCELERATOR_ISLANDS = ModeSettings(islands=4, population=1024, migrate_every=10,
+                                   impl=AUTO_IMPL, refine_steps=ACCELERATOR_REFINE_STEPS)
+CPU_ISLANDS = ModeSettings(islands=4, population=256, migrate_every=8)
 #: The default budget covers at least this many generations of the islands.
 MIN_GENERATIONS = 50
 #: search_many options that set the island settings (population: per island).
 ISLAND_OPTIONS = {"islands": "islands", "population": "population",
                   "migrate_every": "migrate_every", "migrants": "migrants",
                   "elite_fraction": "elite_fraction", "mutant_fraction": "mutant_fraction",
-                  "rho": "rho", "impl": "impl"}
+                  "rho": "rho", "impl": "impl", "refine_steps": "refine_steps"}
 
 
 def auto_mode(platform: str | None = None) -> str:
@@ -85,7 +110,7 @@ def check_mode(mode: str | None) -> str:
     return mode
 
 
-def island_settings(options: dict, platform: str | None = None) -> IslandSettings:
+def island_settings(options: dict, platform: str | None = None) -> ModeSettings:
     """The platform's settings, overridden by `options` (search_many's keywords)."""
     base = CPU_ISLANDS if (platform or jax.default_backend()) == "cpu" else \
         ACCELERATOR_ISLANDS
@@ -113,6 +138,10 @@ def islands_buckets(prepared, buckets, settings, cancel: threading.Event, start:
     """Yields (index, Result) of every problem of `buckets` (see the module doc);
     `settings`: search_many's `ManySettings` (mode "islands")."""
     base = settings.islands or island_settings({})
+    if not isinstance(base, ModeSettings):  # plain engine settings: no refinement
+        base = ModeSettings(**{f.name: getattr(base, f.name) for f in fields(base)})
+    refine_steps = base.refine_steps
+    base = base.engine()
     runs = []  # (bucket, group members, IslandGroup)
     platform = default_platform(settings.devices)
     for b in buckets:
@@ -137,6 +166,7 @@ def islands_buckets(prepared, buckets, settings, cancel: threading.Event, start:
                 settings.seed, [generations_of(x, s) for x in budgets],
                 seeds=[m.x_seed for m in part],
                 targets=[m.lower_bound * (1 + 1e-6) for m in part], mesh=mesh, size=size)
+            group.refine_steps = refine_steps
             runs.append((b, part, group, b.work() * len(part) / len(members)))
     waiting = sum(r[3] for r in runs)
     for b, part, group, work in runs:
@@ -170,6 +200,12 @@ def run_group(bucket, part, group: IslandGroup, settings, cancel, start, deadlin
         cancel.set()
     if not group.history:
         return
+    results = group.results()
+    refined = None
+    steps = getattr(group, "refine_steps", 0)
+    if steps and not interrupted and not cancel.is_set() and (
+            deadline is None or time.perf_counter() < deadline):
+        results, refined = refine_results(group, results, steps)
     times += [time.perf_counter() - start] * (len(group.history) - len(times))
     info = {"mode": "islands", "islands": group.s.islands,
             "population": group.s.population, "migrate_every": group.s.migrate_every,
@@ -179,13 +215,41 @@ def run_group(bucket, part, group: IslandGroup, settings, cancel, start, deadlin
     # The members' MIP polishes run on the host's cores side by side (HiGHS releases
     # the GIL; each polish is one HiGHS thread under a node limit, so the answers do
     # not depend on how many run at once): on a GPU host they were most of the wall.
+    infos = [info if refined is None else {**info, "refine": refined[i]}
+             for i in range(len(part))]
     workers = max(1, min(len(part), os.cpu_count() or 1))
     with ThreadPoolExecutor(workers, thread_name_prefix="jaxplace-polish") as pool:
-        done = pool.map(lambda mr: finish(mr[0], mr[1], group.s, times, info, settings,
+        done = pool.map(lambda mr: finish(mr[0], mr[1], group.s, times, mr[2], settings,
                                           start, interrupted, cancel),
-                        zip(part, group.results(), strict=True))
+                        zip(part, results, infos, strict=True))
         for m, res in zip(part, done, strict=True):
             yield m.index, res
+
+
+def refine_results(group: IslandGroup, results: list, steps: int):
+    """(results with each problem's best refined on the device, per-problem info):
+    `device_refine.refine_group` on the group's stacked graphs and best rows (one
+    compiled call, sharded as the group), kept only where the decoder's cost of the
+    refined row is below the island search's."""
+    from jaxplace.search.many.device_refine import refine_group
+
+    t0 = time.perf_counter()
+    _, _, _, best_x = group.state
+    X, F, applied = refine_group(group.spec, group.s.impl, int(steps), group.graphs,
+                                 best_x, mesh=group.mesh)
+    X, F, applied = np.asarray(X), np.asarray(F), np.asarray(applied)
+    wall = time.perf_counter() - t0
+    out, infos = [], []
+    for g, r in enumerate(results):
+        n = group.problems[g].n
+        better = bool(F[g] < r.cost and applied[g] > 0)
+        if better:
+            r = replace(r, cost=float(F[g]), x=X[g, :n].copy())
+        out.append(r)
+        infos.append({"steps": int(steps), "moves": int(applied[g]), "improved": better,
+                      "evaluations": int(steps) * 2 * group.spec.N + 1,
+                      "group_wall_s": round(wall, 3)})
+    return out, infos
 
 
 def finish(m, r, s: IslandSettings, times: list[float], info: dict, settings, start: float,
@@ -217,6 +281,6 @@ def finish(m, r, s: IslandSettings, times: list[float], info: dict, settings, st
                   interrupted=interrupted, info=info)
 
 
-__all__ = ["ACCELERATOR_ISLANDS", "CPU_ISLANDS", "ISLAND_OPTIONS", "MIN_GENERATIONS",
-           "MODES", "auto_mode", "check_mode", "finish", "generations_of", "island_budget",
-           "island_settings", "islands_buckets", "run_group"]
+__all__ = ["ACCELERATOR_ISLANDS", "ACCELERATOR_REFINE_STEPS", "CPU_ISLANDS",
+           "ISLAND_OPTIONS", "MIN_GENERATIONS", "MODES", "ModeSettings", "auto_mode", "check_mode", "finish", "generations_of", "island_budget",
+           "island_settings", "islands_buckets", "refine_results", "run_group"]
