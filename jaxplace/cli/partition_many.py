@@ -6,7 +6,8 @@ bucket one compiled program. As each problem finishes its result JSON is written
 output folder (`<file stem>.k<k>.json`, the format of `jaxplace partition -o`) and a line
 is appended to the JSONL summary (file, k, cost, lower bound, ratio, evaluations,
 seconds, interrupted, output). `--ray ADDRESS` runs the buckets as Ray tasks on a
-cluster (`--ray local`: a local one).
+cluster (`--ray local`: a local one). `--mode` picks the batched search (default:
+auto, island BRKGA on GPUs).
 
 Ctrl-C stops the run: every finished result is kept, every unfinished problem writes its
 best so far (marked interrupted in the summary); exit status 130.
@@ -29,6 +30,8 @@ DESCRIPTION = __doc__.split("\n\n", 1)[1].strip()
 #: Graph files picked from a folder.
 SUFFIXES = (".json", ".onnx")
 SUMMARY = "summary.jsonl"
+#: --mode choices: search_many's modes and "auto" (its platform choice).
+MODES = ("auto", "default", "islands")
 
 
 def _ks(text: str) -> list[int]:
@@ -65,6 +68,11 @@ def add_arguments(p) -> None:
                    help="run the buckets as Ray tasks on this cluster ('local': start one)")
     p.add_argument("--ray-cpus", type=positive_int, default=1,
                    help="CPU cores per Ray task")
+    p.add_argument("--mode", choices=MODES, default="auto",
+                   help="the batched search: 'default' (BRKGA then a local search per "
+                        "problem), 'islands' (island BRKGA sized to the device, every "
+                        "problem of a bucket in one call; local runs only) or 'auto' "
+                        "(islands on GPUs, default elsewhere and under --ray)")
     p.add_argument("-q", "--quiet", action="store_true", help="no line per result")
 
 
@@ -116,6 +124,16 @@ def run(args) -> int:
     from jaxplace import search_many
     from jaxplace.formats import save_result
 
+    mode = args.mode
+    if mode == "islands" and args.ray:
+        raise JaxplaceError("mode 'islands' runs on this process's devices: not with "
+                            "--ray", field="--mode")
+    mode = None if mode == "auto" and not args.ray else ("default" if mode == "auto"
+                                                         else mode)
+    if args.ray:  # before any output: a missing Ray leaves nothing behind
+        from jaxplace.search.many.api import require_executor
+
+        require_executor("ray")
     jobs = load_jobs(graph_files(args.inputs), args.ks)
     out_dir = Path(args.output_dir)
     if out_dir.exists() and not out_dir.is_dir():
@@ -154,7 +172,7 @@ def run(args) -> int:
                     seed=args.seed, max_programs=args.max_programs, on_result=write,
                     cancel=runner.cancel, executor="ray" if args.ray else "local",
                     ray_address=None if args.ray in (None, "local") else args.ray,
-                    num_cpus=args.ray_cpus, workers=args.workers)
+                    num_cpus=args.ray_cpus, workers=args.workers, mode=mode)
     print(f"{len(jobs)} problems in {time.perf_counter() - t0:.1f} s; summary: {summary}",
           flush=True)
     return runner.exit_status()
