@@ -209,7 +209,8 @@ def run_ladder(instances, args, caption: str, *, paper: bool, check_dp: bool = F
             a = _upper(problem, args, args.seed + i, name=None if paper else label)
             todo = (ladder([*default_methods(problem), *fixed], registry) if per_instance
                     else methods)
-            cert = certify(problem, a, methods=todo, time_limit=args.time_limit,
+            cert = certify(problem, a, methods=todo, time_limit=None,
+                           rung_time_limit=args.time_limit,
                            threads=args.threads, every_rung=True,
                            registry=None if registry is BOUNDS else registry)
             ub = cert.upper_bound
@@ -328,7 +329,8 @@ def run_dnn(args) -> str:
             problem = jp.Problem(g, k)
             a = _upper(problem, args, args.seed)
             cert = certify(problem, a, methods=("simple", "exact"), every_rung=True,
-                           time_limit=args.time_limit, threads=args.threads)
+                           time_limit=None, rung_time_limit=args.time_limit,
+                           threads=args.threads)
             r = cert.result("exact")
             lines.append(f"| {fam} | {g.num_nodes} | {k} | {cert.upper_bound:.6g} | "
                          f"{cert.lower_bound:.6g} | {cert.gap:.2e} | {r.status} | "

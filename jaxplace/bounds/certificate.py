@@ -26,6 +26,7 @@ from jaxplace.bounds.registry import (
     DEFAULT_METHODS,
     METHODS,
     MIP_METHODS,
+    choose_methods,
     ladder,
 )
 from jaxplace.cost import evaluate_partition
@@ -35,7 +36,8 @@ from jaxplace.problem import Problem
 from jaxplace.reference import decode_reference
 
 __all__ = ["DEFAULT_METHODS", "METHODS", "MIP_METHODS", "OPTIMAL_RTOL", "Certificate",
-           "MethodResult", "as_assignment", "certify", "certify_ladder", "sample_partition"]
+           "MethodResult", "as_assignment", "certify", "certify_ladder", "pick_methods",
+           "sample_partition"]
 
 OPTIMAL_RTOL = 1e-6  # ratio <= 1 + this (plus the MIP gap asked for) counts as optimal
 
@@ -156,10 +158,17 @@ def sample_partition(problem: Problem, samples: int = 64, seed: int = 0,
 
 
 
-def _check_settings(time_limit, threads) -> None:
-    if not (isinstance(time_limit, numbers.Real) and 0 < time_limit < math.inf):
-        raise JaxplaceError(f"must be positive and finite, got {time_limit!r}",
-                            field="time_limit")
+def _check_settings(time_limit, threads, rung_time_limit=None) -> None:
+    """One-line errors for the time settings (None: no such limit; not both None: a
+    solver needs a finite limit) and the thread count."""
+    for name, value in (("time_limit", time_limit), ("rung_time_limit", rung_time_limit)):
+        if value is not None and not (isinstance(value, numbers.Real)
+                                      and not isinstance(value, bool)
+                                      and 0 < value < math.inf):
+            raise JaxplaceError(f"must be positive and finite, got {value!r}", field=name)
+    if time_limit is None and rung_time_limit is None:
+        raise JaxplaceError("give a time limit for the whole call or rung_time_limit per "
+                            "rung (the solvers need one)", field="time_limit")
     if int(threads) < 1:
         raise JaxplaceError(f"must be at least 1, got {threads!r}", field="threads")
 
@@ -170,14 +179,15 @@ SAMPLE_SECONDS, SAMPLE_SHARE = 10.0, 0.1
 
 
 def _start(problem: Problem, partition, samples: int, seed: int,
-           total_time: float | None = None):
-    """(assignment or None, its cost, source) of the partition the ladder starts from."""
+           time_limit: float | None = None):
+    """(assignment or None, its cost, source) of the partition the ladder starts from
+    (`time_limit`: the whole ladder's seconds, of which sampling takes SAMPLE_SHARE)."""
     if partition is not None:
         a = as_assignment(problem, partition)
         ub, source = evaluate_partition(problem, a).bottleneck, "given"
     else:
-        budget = SAMPLE_SECONDS if total_time is None else min(
-            SAMPLE_SECONDS, SAMPLE_SHARE * total_time)
+        budget = SAMPLE_SECONDS if time_limit is None else min(
+            SAMPLE_SECONDS, SAMPLE_SHARE * time_limit)
         a, ub = sample_partition(problem, samples, seed, time_budget=budget)
         source = "sampled"
     if not math.isfinite(ub):
@@ -192,11 +202,11 @@ def _reporter(progress, name: str):
     return lambda t, inc, bnd: progress(name, t, inc, bnd)
 
 
-#: Under a total time, a closed-form rung's weight in the split of the time left
+#: Under a time limit, a closed-form rung's weight in the split of the time left
 #: against a rung that solves (LP, MIP, DP, BB&R): closed forms take a second or less
 #: (`cross`'s bisection stops at its deadline with the bound it has).
 CLOSED_FORM_WEIGHT = 0.25
-#: Under a total time, rungs that start with less than this left are skipped (a
+#: Under a time limit, rungs that start with less than this left are skipped (a
 #: HiGHS model alone takes longer to build); the closed form "simple" always runs.
 MIN_RUNG_SECONDS = 0.2
 
@@ -206,26 +216,29 @@ def _kind(registry: Mapping[str, BoundMethod], name: str) -> str:
     return kind(name) if kind is not None else registry[name].kind
 
 
-def _rung_limit(registry, todo: list[str], i: int, per_method: float,
+def _rung_limit(registry, todo: list[str], i: int, per_rung: float | None,
                 end: float | None) -> float | None:
-    """Seconds for rung todo[i]: `per_method`, and under a total time (`end`, a
-    perf_counter time) its weighted share of what is left, so that time a rung did not
-    use goes to the rungs after it; None: skip the rung (no time left)."""
+    """Seconds for rung todo[i]: under a time limit (`end`, a perf_counter time) its
+    weighted share of what is left, so that time a rung did not use goes to the rungs
+    after it and the last rung takes the rest; at most `per_rung` (None: no cap);
+    None: skip the rung (no time left)."""
+    cap = math.inf if per_rung is None else per_rung
     if end is None:
-        return per_method
+        return cap
     weight = [CLOSED_FORM_WEIGHT if _kind(registry, m) == "closed-form" else 1.0
               for m in todo[i:]]
     left = end - time.perf_counter()
     if left < MIN_RUNG_SECONDS:
-        return None if todo[i] != "simple" else per_method
-    return min(per_method, left * weight[0] / sum(weight))
+        return None if todo[i] != "simple" else min(cap, MIN_RUNG_SECONDS)
+    return min(cap, left * weight[0] / sum(weight))
 
 
 def _run_ladder(problem: Problem, todo: list[str], registry: Mapping[str, BoundMethod],
                 ctx: BoundContext, progress, end: float | None = None,
-                every_rung: bool = False):
+                every_rung: bool = False, per_rung: float | None = None):
     """Run the methods in order, each seeing the bound and partition found before it;
-    under a total time (`end`) each gets its share of what is left (`_rung_limit`);
+    under a time limit (`end`) each gets its share of what is left, at most
+    `per_rung` (`_rung_limit`);
     once the bound proves the best cost optimal (OPTIMAL_RTOL) the rest are skipped
     unless `every_rung`.
 
@@ -235,16 +248,15 @@ def _run_ladder(problem: Problem, todo: list[str], registry: Mapping[str, BoundM
     """
     results: list[MethodResult] = []
     found_by = None
-    per_method = ctx.time_limit
     # the rungs first: loading a deferred one imports its modules (scipy, BB&R: 1-3 s
-    # under load), which a total time must count before it is split
+    # under load), which a time limit must count before it is split
     rungs = {name: registry[name] for name in todo}
     for i, name in enumerate(todo):
         if not every_rung and ctx.lower_bound * (1 + OPTIMAL_RTOL) >= ctx.upper_bound:
             results.append(MethodResult(name, 0.0, "skipped (proven)", 0.0,
                                         kind=_kind(registry, name)))
             continue
-        limit = _rung_limit(registry, todo, i, per_method, end)
+        limit = _rung_limit(registry, todo, i, per_rung, end)
         if limit is None:  # a bound of 0 is valid: the rung proves nothing
             results.append(MethodResult(name, 0.0, "skipped (time limit)", 0.0,
                                         kind=_kind(registry, name)))
@@ -283,30 +295,67 @@ def _certificate(results: list[MethodResult], ctx: BoundContext, source: str | N
                        tolerance=OPTIMAL_RTOL + settings["mip_rel_gap"], settings=settings)
 
 
-def certify(problem: Problem, partition=None, methods=None, *,
-            time_limit: float = 60.0, threads: int = 1, mip_rel_gap: float = 1e-6,
-            progress=None, samples: int = 64, seed: int = 0,
-            registry: Mapping[str, BoundMethod] | None = None,
-            total_time: float | None = None, every_rung: bool | None = None
-            ) -> Certificate:
-    """Bound OPT from below and from above under the problem's objective
-    (`jaxplace.objectives`): on identical accelerators the ladder of `certify_ladder`
-    (default methods `DEFAULT_METHODS`); other objectives run their own bounds (their
-    `bound_methods`; a method they do not support is a JaxplaceError, never a bound
-    computed under another objective, and their ladder shares one `time_limit`).
-    `total_time`: seconds for the whole ladder (see `certify_ladder`); `every_rung`:
-    run the rungs after a proof too (see `certify_ladder`; None: when `methods` are
-    named, each runs; the default ladder stops at a proof).
-    """
+#: Under a time limit, the share of it that picking the ladder may take (counting the
+#: ideals, `registry.choose_methods`); a count not finished by then picks the MIP ladder.
+PICK_SHARE = 0.05
+
+#: Keywords of earlier versions, and what took their place.
+_RENAMED = {"total_time": "time_limit is now the whole call's seconds (rung_time_limit "
+                          "caps each rung)"}
+
+
+def pick_methods(problem: Problem, *, deadline: float | None = None
+                 ) -> tuple[tuple[str, ...], str]:
+    """(bounds, why): the bounds `certify` runs on `problem` when none are named; the
+    CLI's `certify` and `partition --certify` run the same. With a bound registry
+    (throughput on identical accelerators) the ladder expected to prove the problem
+    fastest (`registry.choose_methods`: the DP over ideals when they are few, else the
+    closed forms, the bottleneck and exact MIPs, the checks and BB&R where they fit),
+    else the objective's `default_bounds`. `deadline` (a perf_counter time): the count
+    of ideals gives up there (then the MIP ladder)."""
     obj = objective_of(problem)
-    settings = dict(time_limit=time_limit, threads=threads, mip_rel_gap=mip_rel_gap,
-                    progress=progress, samples=samples, seed=seed)
-    if total_time is not None:
-        _check_settings(total_time, threads)
-        settings["total_time"] = total_time
+    if not obj.supports("bound_registry"):
+        return tuple(obj.default_bounds), f"the default bounds of {obj.label}"
+    return choose_methods(problem, deadline=deadline)
+
+
+def certify(problem: Problem, partition=None, methods=None, *,
+            time_limit: float | None = 60.0, rung_time_limit: float | None = None,
+            threads: int = 1, mip_rel_gap: float = 1e-6, progress=None,
+            samples: int = 64, seed: int = 0,
+            registry: Mapping[str, BoundMethod] | None = None,
+            every_rung: bool | None = None, **renamed) -> Certificate:
+    """Bound OPT from below and from above under the problem's objective
+    (`jaxplace.objectives`): on identical accelerators the ladder of `certify_ladder`;
+    other objectives run their own bounds (their `bound_methods`; a method they do not
+    support is a JaxplaceError, never a bound computed under another objective).
+
+    Args:
+        methods: bound names (None: `pick_methods`, the ladder the CLI picks, recorded
+            in `Certificate.settings["picked"]`; with a bound registry it stops at the
+            first rung that proves the partition optimal).
+        time_limit: seconds for the whole call: picking the methods (at most PICK_SHARE
+            of it), the starting partition and every rung, each rung getting its share
+            of what is left when it starts and the last one the rest (`certify_ladder`);
+            None: no limit on the whole (then `rung_time_limit` is required).
+        rung_time_limit: seconds per rung at most (None: its share only).
+        every_rung: run the rungs after a proof too (see `certify_ladder`; None: when
+            `methods` are named, each runs; the picked ladder stops at a proof).
+        threads, mip_rel_gap, progress, samples, seed, registry: see `certify_ladder`.
+    """
+    start = time.perf_counter()
+    for name in renamed:
+        if name in _RENAMED:
+            raise JaxplaceError(_RENAMED[name], field=name)
+        raise TypeError(f"certify() got an unexpected keyword argument {name!r}")
+    obj = objective_of(problem)
+    _check_settings(time_limit, threads, rung_time_limit)
+    settings = dict(threads=threads, mip_rel_gap=mip_rel_gap, progress=progress,
+                    samples=samples, seed=seed, rung_time_limit=rung_time_limit)
     if every_rung is not None:
         obj.require("bound_registry", field="every_rung")
         settings["every_rung"] = bool(every_rung)
+    picked = None
     if registry is not None:
         obj.require("bound_registry", field="registry")
         settings["registry"] = registry
@@ -314,14 +363,26 @@ def certify(problem: Problem, partition=None, methods=None, *,
             raise JaxplaceError("no bound named", field="methods")
     elif methods is not None:  # checked here once: none named proves nothing
         methods = obj.check_bound_methods(methods)
-    return obj.certify(problem, partition, methods, **settings)
+    else:
+        deadline = None if time_limit is None else start + PICK_SHARE * time_limit
+        methods, picked = pick_methods(problem, deadline=deadline)
+        if obj.supports("bound_registry"):
+            settings.setdefault("every_rung", False)
+    left = None if time_limit is None else max(
+        time_limit - (time.perf_counter() - start), 1e-3)
+    cert = obj.certify(problem, partition, methods, time_limit=left, **settings)
+    cert.settings["time_limit"] = time_limit  # the caller's, not what picking left
+    if picked is not None:
+        cert.settings["picked"] = picked
+    return cert
 
 
 def certify_ladder(problem: Problem, partition=None, methods=DEFAULT_METHODS, *,
-                   time_limit: float = 60.0, threads: int = 1, mip_rel_gap: float = 1e-6,
+                   time_limit: float | None = 60.0, rung_time_limit: float | None = None,
+                   threads: int = 1, mip_rel_gap: float = 1e-6,
                    progress=None, samples: int = 64, seed: int = 0,
                    registry: Mapping[str, BoundMethod] = BOUNDS,
-                   total_time: float | None = None, every_rung: bool = True) -> Certificate:
+                   every_rung: bool = True) -> Certificate:
     """Bound OPT from below with the ladder and from above with the best partition known
     (throughput on identical accelerators).
 
@@ -330,7 +391,17 @@ def certify_ladder(problem: Problem, partition=None, methods=DEFAULT_METHODS, *,
         partition: a `Partition`, an assignment (block per node), or None (then the best
             of `samples` random priority vectors through the reference decoder).
         methods: names from METHODS (a sequence or "a,b,c"), run in ladder order.
-        time_limit: seconds per method (bottleneck-guess splits it over its k solves).
+        time_limit: seconds for the whole ladder, the starting partition included
+            (None: no limit on the whole, then `rung_time_limit` per rung): each rung
+            gets its share of what is left when it starts (a closed form
+            CLOSED_FORM_WEIGHT of a solve's), so that time a rung leaves unused goes
+            on and the last rung (the exact MIP in the default order) takes the rest;
+            rungs reached with less than MIN_RUNG_SECONDS left are skipped (bound 0,
+            status "skipped (time limit)"). Under load a MIP may still run a little
+            past its share (HiGHS checks its clock between steps).
+        rung_time_limit: seconds per rung at most (None: its share only); the
+            benchmarks comparing rungs give every rung the same (bottleneck-guess
+            splits it over its k solves).
         threads: HiGHS threads for the single solves; worker processes (one thread each)
             for the k solves of bottleneck-guess.
         mip_rel_gap: relative gap at which HiGHS stops; small so that "optimal" is real.
@@ -339,17 +410,10 @@ def certify_ladder(problem: Problem, partition=None, methods=DEFAULT_METHODS, *,
         samples, seed: random priority vectors when `partition` is None.
         registry: name -> BoundMethod to take the methods from, in ladder order
             (default `registry.BOUNDS`).
-        total_time: seconds for the whole ladder, the starting partition included
-            (None: `time_limit` per method only): each method then gets at most
-            `time_limit` and its share of what is left when it starts (a closed form
-            CLOSED_FORM_WEIGHT of a solve's); methods reached with less than
-            MIN_RUNG_SECONDS left are skipped (bound 0, status "skipped (time limit)").
-            Under load a MIP may still run a little past its share (HiGHS checks its
-            clock between steps).
         every_rung: run every method even after the bound proves the partition optimal
             (benchmarks comparing rungs); False skips the methods after such a proof
             (bound 0, status "skipped (proven)"): they cannot raise it (`jp.certify`'s
-            default ladder does).
+            picked ladder does).
 
     Returns:
         Certificate.
@@ -358,19 +422,17 @@ def certify_ladder(problem: Problem, partition=None, methods=DEFAULT_METHODS, *,
         JaxplaceError: an unknown method, bad settings, or numbers the bounds cannot
             handle (sums that overflow, a range HiGHS cannot load).
     """
-    end = None if total_time is None else time.perf_counter() + total_time
+    end = None if time_limit is None else time.perf_counter() + time_limit
     todo = ladder(methods, registry)
-    _check_settings(time_limit, threads)
-    if total_time is not None:
-        _check_settings(total_time, threads)
+    _check_settings(time_limit, threads, rung_time_limit)
     check_sums(problem)
-    best_a, best_ub, source = _start(problem, partition, samples, seed, total_time)
-    ctx = BoundContext(time_limit=time_limit, threads=int(threads),
-                       mip_rel_gap=mip_rel_gap, assignment=best_a, upper_bound=best_ub)
+    best_a, best_ub, source = _start(problem, partition, samples, seed, time_limit)
+    ctx = BoundContext(time_limit=min(t for t in (time_limit, rung_time_limit)
+                                      if t is not None),
+                       threads=int(threads), mip_rel_gap=mip_rel_gap, assignment=best_a,
+                       upper_bound=best_ub)
     results, ctx, found_by = _run_ladder(problem, todo, registry, ctx, progress, end,
-                                         every_rung)
-    settings = {"time_limit": time_limit, "threads": int(threads),
-                "mip_rel_gap": mip_rel_gap, "methods": todo}
-    if total_time is not None:
-        settings["total_time"] = total_time
+                                         every_rung, rung_time_limit)
+    settings = {"time_limit": time_limit, "rung_time_limit": rung_time_limit,
+                "threads": int(threads), "mip_rel_gap": mip_rel_gap, "methods": todo}
     return _certificate(results, ctx, found_by or source, settings)

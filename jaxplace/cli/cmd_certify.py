@@ -6,6 +6,8 @@ resolves to."""
 
 from __future__ import annotations
 
+import time
+
 from jaxplace.cli.args import (
     add_output_arg,
     add_problem_args,
@@ -15,15 +17,20 @@ from jaxplace.cli.args import (
     problem_from_args,
     seconds,
 )
-from jaxplace.cli.runner import Runner, Stopped
+from jaxplace.cli.runner import Clock, Runner, Stopped
 from jaxplace.errors import JaxplaceError
 
 HELP = "bound the optimum from below (HiGHS) and certify a partition"
 
+#: Under --time-limit, the share of it that picking the methods may take.
+PICK_SHARE = 0.05
+#: Seconds the methods share without --time-limit (jaxplace.certify's default).
+DEFAULT_SECONDS = 60.0
+
 
 def add_arguments(p) -> None:
     # Only when `certify` is the chosen command (the bounds load HiGHS).
-    from jaxplace.bounds import DEFAULT_METHODS, METHODS
+    from jaxplace.bounds import METHODS
 
     p.description = ("Run the lower-bound ladder (simple, bottleneck, bottleneck-guess, "
                      "exact MIP, LP relaxations) and print each bound, its ratio to the "
@@ -34,12 +41,19 @@ def add_arguments(p) -> None:
                    help="a result JSON whose partition to certify (default: the best of "
                    "random priority vectors)")
     p.add_argument("--methods", default=None,
-                   help="comma-separated methods (default: picked per input: "
-                   "simple,ideals when the graph has at most 60,000 ideals, else "
-                   f"{','.join(DEFAULT_METHODS)}, with CPU blocks only the MIPs that "
-                   "model them; other objectives: their own bounds)")
-    p.add_argument("--time-limit", type=seconds, default=60.0,
-                   help="seconds per method (default: %(default)s)")
+                   help="comma-separated methods (default: picked per input, as "
+                   "jaxplace.certify does: simple,ideals when the graph has at most "
+                   "60,000 ideals, else the closed forms, bottleneck and exact MIPs, "
+                   "with CPU blocks only the methods that model them; other "
+                   "objectives: their own bounds)")
+    p.add_argument("--time-limit", type=seconds, default=None,
+                   help="seconds the whole command may take, counted from its start "
+                   "(imports and reading the graph included); the methods share it "
+                   f"(default: {DEFAULT_SECONDS:g} s for the methods, as "
+                   "jaxplace.certify)")
+    p.add_argument("--rung-time-limit", type=seconds, default=None,
+                   help="seconds per method at most (default: its share of the time "
+                   "left)")
     p.add_argument("--threads", type=positive_int, default=1,
                    help="HiGHS threads; parallel workers for bottleneck-guess")
     p.add_argument("--mip-rel-gap", type=float, default=1e-6,
@@ -50,9 +64,9 @@ def add_arguments(p) -> None:
 
 
 def certify_and_print(problem, partition, *, methods, time_limit, threads, mip_rel_gap,
-                      seed=0, quiet=False, total_time=None, picked=False):
+                      seed=0, quiet=False, rung_time_limit=None, picked=False):
     """Run `certify` with a progress bar and print the ladder; returns the Certificate.
-    `total_time`: seconds for the whole ladder (None: `time_limit` per method only);
+    `time_limit`: seconds for the whole ladder; `rung_time_limit`: per method at most;
     `picked`: the methods were picked for the user (not named), so the ladder stops at
     a proof where the objective's ladder can.
 
@@ -67,50 +81,55 @@ def certify_and_print(problem, partition, *, methods, time_limit, threads, mip_r
             pb.set_postfix(incumbent=f"{inc:.6g}", bound=f"{bnd:.6g}", t=f"{t:.1f}s")
 
         cert = certify(problem, partition, methods=methods, time_limit=time_limit,
+                       rung_time_limit=rung_time_limit,
                        threads=threads, mip_rel_gap=mip_rel_gap, seed=seed,
                        progress=progress,
-                       **({} if total_time is None else {"total_time": total_time}),
                        **({"every_rung": False} if picked and
                           problem.objective_impl.supports("bound_registry") else {}))
     print(cert.summary())
     return cert
 
 
-def default_bounds(problem, mips=None, deadline: float | None = None
+def default_bounds(problem, deadline: float | None = None
                    ) -> tuple[tuple[str, ...], str]:
-    """(bounds, why) when none are named: on identical accelerators the ladder that
-    proves the input fastest (`bounds.registry.choose_methods`; `deadline`, a
-    perf_counter time under a user's time limit, bounds its count of ideals), else the
-    objective's default bounds."""
-    obj = problem.objective_impl
-    if not obj.supports("identical_devices"):
-        return tuple(obj.default_bounds), f"the default bounds of {obj.label}"
-    from jaxplace.bounds.registry import choose_methods
+    """(bounds, why) when none are named: the library's pick, the one `jp.certify` runs
+    (`bounds.certificate.pick_methods`; `deadline`, a perf_counter time under a user's
+    time limit, bounds its count of ideals)."""
+    from jaxplace.bounds.certificate import pick_methods
 
-    return (choose_methods(problem, deadline=deadline) if mips is None
-            else choose_methods(problem, mips, deadline=deadline))
+    return pick_methods(problem, deadline=deadline)
 
 
 def run(args) -> int:
-    from jaxplace.bounds import DEFAULT_METHODS
     from jaxplace.formats import save_result
     from jaxplace.formats.results import load_assignment
 
     check_output(args.output, inputs=[args.file, args.partition])
+    clock = Clock(args.time_limit)  # the whole command, from the process's start
+    t0 = time.perf_counter()
+
+    def left() -> float:
+        return clock.left() if clock.end is not None else \
+            max(DEFAULT_SECONDS - (time.perf_counter() - t0), 0.1)
+
     problem, source = problem_from_args(args)
     if args.methods is None:
-        methods, why = default_bounds(problem, DEFAULT_METHODS[1:])
+        methods, why = default_bounds(problem,
+                                      deadline=time.perf_counter() + PICK_SHARE * left())
     else:
         methods, why = problem.objective_impl.check_bound_methods(args.methods), "--methods"
     partition = load_assignment(args.partition, problem) if args.partition else None
-    print(f"{source}: n={problem.n} k={problem.k} time limit {args.time_limit:g}s per "
-          f"method, {args.threads} thread(s); methods {','.join(methods)} ({why})",
-          flush=True)
+    per = "" if args.rung_time_limit is None else \
+        f", at most {args.rung_time_limit:g}s per method"
+    print(f"{source}: n={problem.n} k={problem.k} time limit "
+          f"{args.time_limit or DEFAULT_SECONDS:g}s{per}, "
+          f"{args.threads} thread(s); methods {','.join(methods)} ({why})", flush=True)
     with Runner(quiet=args.quiet) as runner:
         try:
             cert = runner.call(lambda: certify_and_print(
-                problem, partition, methods=methods, time_limit=args.time_limit,
-                picked=args.methods is None,
+                problem, partition, methods=methods,
+                time_limit=left(),
+                rung_time_limit=args.rung_time_limit, picked=args.methods is None,
                 threads=args.threads, mip_rel_gap=args.mip_rel_gap, seed=args.seed,
                 quiet=args.quiet))
         except Stopped:

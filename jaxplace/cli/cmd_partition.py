@@ -70,7 +70,8 @@ def add_arguments(p) -> None:
                    "ideals, else simple,bottleneck,exact, or simple,exact with CPU "
                    "blocks; other objectives: their own bounds)")
     p.add_argument("--certify-time", type=seconds, default=60.0,
-                   help="seconds per lower-bound method for --certify")
+                   help="seconds --certify may take, its methods sharing them (under "
+                   "--time-limit at most what is left of it; default: %(default)s)")
     p.add_argument("--threads", type=positive_int, default=1, help="HiGHS threads")
     add_quiet_arg(p)
 
@@ -140,9 +141,9 @@ def _ladder(problem, args) -> tuple[tuple[str, ...], str]:
 def _certify(problem, found, args, runner, clock: Clock, ladder=None):
     """The Certificate of --certify, or None when interrupted before it finished:
     the planner's proof when it made one, else the bounds of `ladder` (None: chosen
-    now, `_ladder`) sharing what is left of --time-limit (`clock`): each rung at most
-    --certify-time and its share of what is left when it starts
-    (`jaxplace.bounds.certify`'s total_time)."""
+    now, `_ladder`) sharing --certify-time, at most what is left of --time-limit
+    (`clock`): each rung gets its share of what is left when it starts
+    (`jaxplace.bounds.certify`'s time_limit)."""
     info = found.info
     if info.get("proved_by") and not args.bounds \
             and found.result.cost <= info.get("proof_lower_bound", 0.0) * (1 + 1e-9):
@@ -152,15 +153,14 @@ def _certify(problem, found, args, runner, clock: Clock, ladder=None):
         print(cert.summary(), flush=True)
         return cert
     methods, why = ladder or _ladder(problem, args)
-    total = clock.left()
-    per_method = args.certify_time if total is None else min(args.certify_time, total)
     print(f"certify with {','.join(methods)} ({why})", flush=True)
     try:
         return runner.call(lambda: certify_and_print(
             problem, getattr(found.result, "partition", found.result), methods=methods,
-            time_limit=per_method, threads=args.threads, mip_rel_gap=1e-6, seed=args.seed,
-            quiet=args.quiet, total_time=None if clock.end is None else clock.left(),
-            picked=args.bounds is None))
+            time_limit=args.certify_time if clock.end is None else min(
+                args.certify_time, clock.left()),
+            threads=args.threads, mip_rel_gap=1e-6, seed=args.seed,
+            quiet=args.quiet, picked=args.bounds is None))
     except Stopped:
         return None
 

@@ -147,6 +147,9 @@ def entry() -> None:
     lets through still ends the normal way (traceback, exit 1)."""
     import os
 
+    from jaxplace.cli import runner
+
+    runner.PROCESS_COMMAND = True  # --time-limit counts from the process's start
     code = main()
     for stream in (sys.stdout, sys.stderr):
         try:

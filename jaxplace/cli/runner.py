@@ -81,6 +81,19 @@ def process_elapsed() -> float:
     return elapsed if since_import <= elapsed <= since_import + 120 else since_import
 
 
+#: True when the command is the process (`cli.main.entry`: `python -m jaxplace`, the
+#: console script): its --time-limit counts from the process's start. A `main` called
+#: inside a longer process (tests, a notebook) counts from the command's start, or a
+#: limit would be spent before the command began.
+PROCESS_COMMAND = False
+
+
+def command_elapsed() -> float:
+    """Seconds of this command already spent: since the process's start when the
+    command is the process (`PROCESS_COMMAND`), else none."""
+    return process_elapsed() if PROCESS_COMMAND else 0.0
+
+
 #: With --certify and --time-limit, the share of the limit the search may use; the
 #: certificate gets the rest (the limit covers everything the command does).
 SEARCH_SHARE_WITH_CERTIFY = 0.5
@@ -96,13 +109,13 @@ def exit_reserve(time_limit: float) -> float:
 
 class Clock:
     """The end of a command under --time-limit, counted from the process's start
-    (`process_elapsed`), less `exit_reserve`; `left()` is what remains of it for long
+    (`command_elapsed`), less `exit_reserve`; `left()` is what remains of it for long
     work (None: no limit)."""
 
     def __init__(self, time_limit: float | None):
         self.time_limit = time_limit
         self.end = None if time_limit is None else (
-            time.perf_counter() + time_limit - process_elapsed() - exit_reserve(time_limit))
+            time.perf_counter() + time_limit - command_elapsed() - exit_reserve(time_limit))
 
     def left(self, floor: float = 0.1) -> float | None:
         """Seconds left for long work (at least `floor`: every step needs a moment to

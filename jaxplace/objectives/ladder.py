@@ -17,18 +17,24 @@ from jaxplace.errors import JaxplaceError
 
 
 def certify_with(objective, problem, partition, methods, bounds: Mapping[str, Callable],
-                 *, time_limit: float = 60.0, threads: int = 1,
+                 *, time_limit: float | None = 60.0, threads: int = 1,
                  mip_rel_gap: float = 1e-6, progress=None, samples: int = 0,
-                 seed: int = 0, **_ignored):
+                 seed: int = 0, rung_time_limit: float | None = None, **_ignored):
     """The `Certificate` of `partition` (None: the objective's first solution) under
-    `bounds`, run in the objective's order."""
+    `bounds`, run in the objective's order; `time_limit` covers them all (None: no
+    limit on the whole), `rung_time_limit` caps each (None: no cap)."""
     from jaxplace.bounds.base import BoundContext
     from jaxplace.bounds.certificate import OPTIMAL_RTOL, Certificate
 
-    if not (isinstance(time_limit, numbers.Real) and 0 < time_limit < math.inf):
-        raise JaxplaceError(f"must be positive and finite, got {time_limit!r}",
+    for name, value in (("time_limit", time_limit), ("rung_time_limit", rung_time_limit)):
+        if value is not None and not (isinstance(value, numbers.Real)
+                                      and 0 < value < math.inf):
+            raise JaxplaceError(f"must be positive and finite, got {value!r}", field=name)
+    if time_limit is None and rung_time_limit is None:
+        raise JaxplaceError("give a time limit for the whole call or rung_time_limit",
                             field="time_limit")
-    deadline = time.perf_counter() + time_limit
+    deadline = math.inf if time_limit is None else time.perf_counter() + time_limit
+    cap = math.inf if rung_time_limit is None else rung_time_limit
     todo = objective.check_bound_methods(
         objective.default_bounds if methods is None else methods)
     if partition is None:
@@ -37,14 +43,15 @@ def certify_with(objective, problem, partition, methods, bounds: Mapping[str, Ca
         source = "given"
     costs = objective.evaluate_partition(problem, partition)
     ub = float(costs.cost)
-    ctx = BoundContext(time_limit=time_limit, threads=int(threads),
+    ctx = BoundContext(time_limit=min(deadline - time.perf_counter(), cap),
+                       threads=int(threads),
                        mip_rel_gap=mip_rel_gap, assignment=None, upper_bound=ub)
     results, best, best_name = [], -math.inf, "none"
     for name in todo:
         t0 = time.perf_counter()
         # every bound gets what is left of the one limit (at least a sliver: each
         # returns a valid bound, if a weak one, when its time runs out)
-        ctx = dataclasses.replace(ctx, time_limit=max(deadline - t0, 0.05))
+        ctx = dataclasses.replace(ctx, time_limit=min(max(deadline - t0, 0.05), cap))
         r = bounds[name](problem, ctx, partition)
         r.time = r.time or time.perf_counter() - t0
         results.append(r)
@@ -60,7 +67,8 @@ def certify_with(objective, problem, partition, methods, bounds: Mapping[str, Ca
                             f"({ub!r}) under {objective.label}: a defect, please report "
                             "it", field="methods")
     assignment = getattr(costs, "assignment", None)
-    settings = {"time_limit": time_limit, "threads": int(threads),
+    settings = {"time_limit": time_limit, "rung_time_limit": rung_time_limit,
+                "threads": int(threads),
                 "mip_rel_gap": mip_rel_gap, "methods": list(todo),
                 "objective": objective.name}
     return Certificate(lower_bound=float(lb), upper_bound=ub, partition=assignment,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import numbers
+import threading
 import time
 from collections.abc import Callable
 
@@ -14,6 +15,7 @@ from jaxplace.errors import JaxplaceError
 from jaxplace.objectives.api import simple_lower_bound
 from jaxplace.objectives.registry import objective_of
 from jaxplace.problem import Problem
+from jaxplace.search.deadline import call_by, late_seconds
 from jaxplace.search.registry import get_method
 from jaxplace.search.request import SearchRequest
 from jaxplace.search.result import Result
@@ -38,8 +40,12 @@ def search(problem: Problem, method: str | None = None, *, budget: int | None = 
         budget: decoder evaluations to spend (default: per method; 10,000 for the
             population methods).
         seed: PRNG seed; the same seed gives the same result.
-        time_limit: seconds (compile time included); the search stops after the
-            compiled chunk that crosses it. Overrides `stop.time_limit`.
+        time_limit: seconds for the whole call (compile time included); the search
+            stops after the compiled chunk that crosses it, and when that chunk is
+            still compiling `deadline.late_seconds` later the call returns the best
+            partition so far (at least the first solution; `info["stopped"]`),
+            leaving the compile to finish in its thread (`search.deadline`).
+            Overrides `stop.time_limit`.
         target_ratio: stop once cost <= target_ratio * simple lower bound. The search
             always stops when it reaches the lower bound (optimal).
         stop: a `StopRule` (time limit, absolute target, patience, cancel event).
@@ -73,15 +79,24 @@ def search(problem: Problem, method: str | None = None, *, budget: int | None = 
     stop = _stop_rule(problem, stop, time_limit, target_ratio)
     if seeds is not None:
         seeds = np.asarray(seeds, np.float32).reshape(-1, problem.n)
-    if observer is not None:
-        observer = BestSoFar(observer)
+    # under a time limit the best so far is tracked, to answer with it at the limit
+    best = BestSoFar(observer) if observer is not None or stop.time_limit else None
     windowed = options.pop("windowed", True)
     budget = budget or m.budget_for(problem, stop.time_limit, polish=options.get("polish"))
     req = SearchRequest(problem, int(seed), budget, stop,
-                        observer, progress, seeds, population_size, dict(options), start,
+                        best, progress, seeds, population_size, dict(options), start,
                         windowed)
-    first = _first_solution(req) if observer is not None else None
-    result = m.run(req)
+    first = _first_solution(req) if best is not None else None
+    if stop.time_limit is None:
+        result = m.run(req)
+    else:
+        give_up = start + stop.time_limit + late_seconds(stop.time_limit)
+        done, result = call_by(lambda: m.run(req), give_up, lambda: best.best is not None,
+                               stop.cancel)
+        if not done:
+            best.closed = True  # the abandoned search's late reports go nowhere
+            why = "interrupted" if stop.cancelled() else "time limit (compiling)"
+            return _best_so_far(req, m.name, best.best, first, why)
     if first is not None and first.cost < result.cost:
         label = "heuristic" if first.method == "heuristic" else "dfs"
         result = dataclasses.replace(first, method=result.method,
@@ -96,20 +111,41 @@ def search(problem: Problem, method: str | None = None, *, budget: int | None = 
 class BestSoFar:
     """An observer wrapper: every `Progress` carries the best incumbent of the whole
     search (phases such as BRKGA then local search, or the first DFS solution, each
-    track only their own best)."""
+    track only their own best). `observer` None: it only keeps `best`; `closed`: the
+    reports stop (the call has returned)."""
 
-    def __init__(self, observer: Callable[[Progress], None]):
+    def __init__(self, observer: Callable[[Progress], None] | None):
         self.observer = observer
         self.best: Progress | None = None
+        self.closed = False
 
     def __call__(self, ev: Progress) -> None:
+        if self.closed:
+            return
         if self.best is not None and not ev.best_cost < self.best.best_cost:
             ev = dataclasses.replace(ev, best_cost=self.best.best_cost,
                                      best_x=self.best.best_x,
                                      partition=self.best.partition)
         else:
             self.best = ev
-        self.observer(ev)
+        if self.observer is not None:
+            self.observer(ev)
+
+
+def _best_so_far(req: SearchRequest, method: str, best: Progress, first: Result | None,
+                 why: str) -> Result:
+    """The answer of `method` at the time limit (or Ctrl-C) while its search is still
+    compiling: the best reported partition (float64 reference decode)."""
+    from jaxplace.search.result import History
+
+    if first is not None and best.best_cost >= first.cost:
+        res = first
+    else:
+        res = req.objective.finish(req, best.phase, best.best_x, best.evaluations,
+                                   History.empty(), True)
+    info = {**res.info, "found_by": res.method, "stopped": why}
+    return dataclasses.replace(res, method=method, wall_time=time.perf_counter() - req.start,
+                               interrupted=True, info=info)
 
 
 #: Largest graph whose heuristic orders (`seed_priorities`: DFS, ASAP, ALAP, free
@@ -153,6 +189,8 @@ def _stop_rule(problem: Problem, stop: StopRule | None, time_limit, target_ratio
     stop = stop or StopRule()
     if time_limit is not None:
         stop = StopRule(time_limit, stop.target, stop.patience, stop.cancel)
+    if stop.time_limit is not None and stop.cancel is None:  # Ctrl-C while waiting
+        stop = StopRule(stop.time_limit, stop.target, stop.patience, threading.Event())
     if stop.target is None:
         lb = simple_lower_bound(problem)
         target = lb * (1 + 1e-6) if target_ratio is None else lb * max(target_ratio, 1.0)

@@ -26,6 +26,7 @@ import threading
 import time
 from collections.abc import Iterator
 
+from jaxplace.search.deadline import late_seconds
 from jaxplace.search.many.run import BucketRun, bucket_groups
 
 
@@ -88,16 +89,23 @@ def local_buckets(prepared, buckets, settings, cancel: threading.Event, start: f
             out.put(("done", w))
 
     barrier = threading.Barrier(workers)
-    threads = [threading.Thread(target=worker, args=(w,), daemon=True,
+    # not daemons: one left compiling when the interpreter exits would be killed
+    # inside XLA and abort the process (a caller that stopped waiting exits after it)
+    threads = [threading.Thread(target=worker, args=(w,), daemon=False,
                                 name=f"jaxplace-bucket-{w}") for w in range(workers)]
     for t in threads:
         t.start()
     alive, error, waiting = workers, None, True
+    # past the time limit (and a chunk's grace) a program still compiling is not waited
+    # for: its problems get their first solutions (`iter_search_many`)
+    give_up = None if limit is None else start + limit + late_seconds(limit)
     try:
         while alive and waiting:
             try:
                 kind, item = out.get(timeout=0.2)  # a timeout, so Ctrl-C is seen
             except queue.Empty:
+                if give_up is not None and time.perf_counter() > give_up:
+                    waiting = False
                 continue
             except KeyboardInterrupt:
                 if cancel.is_set():  # the second Ctrl-C: stop waiting
