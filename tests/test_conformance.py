@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from oracles import ORACLES
 from strategies import dfs_work_cut, one_partition_result
 
 import jaxplace as jp
@@ -21,15 +22,19 @@ SHIPPED = ("throughput", "throughput-unequal", "latency")
 
 @pytest.mark.parametrize("name", SHIPPED)
 def test_shipped_objectives_conform(name):
-    rep = check_objective(objectives()[name])
+    """Against the independent oracle of tests/oracles.py (not the objective's own
+    brute force and costs)."""
+    rep = check_objective(objectives()[name], oracle=ORACLES[name])
     assert any(c[2] == "ok" for c in rep.cells)
     assert any(c[1].startswith("search[") and c[2] == "ok" for c in rep.cells)
+    assert any(c[1] == "evaluate_partition(random)" and c[2] == "ok" for c in rep.cells)
+    assert any(c[1].startswith("certify(worst") and c[2] == "ok" for c in rep.cells)
 
 
 @pytest.mark.heavy
 @pytest.mark.parametrize("name", SHIPPED)
 def test_shipped_objectives_conform_full(name):
-    check_objective(objectives()[name], quick=False)
+    check_objective(objectives()[name], quick=False, oracle=ORACLES[name])
 
 
 class ComputeOnly(ClosedFormCertify, Objective):
