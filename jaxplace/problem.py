@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -16,6 +17,13 @@ def _plain(v) -> str:
     if hasattr(v, "item") and getattr(v, "ndim", None) == 0:
         v = v.item()
     return repr(v)
+
+
+def _whole(v) -> bool:
+    """Is `v` a whole number (an int, a NumPy integer, or an integral finite float)?"""
+    if isinstance(v, bool) or not isinstance(v, numbers.Real):
+        return False
+    return isinstance(v, numbers.Integral) or (math.isfinite(v) and v == int(v))
 
 
 #: Relative slack on the hard capacity (see `Problem.capacity_limit`).
@@ -63,7 +71,7 @@ class Problem:
                                 field="graph")
         self._check_objective()
         k = self.k
-        if isinstance(k, bool) or not isinstance(k, int | float) or k != int(k):
+        if not _whole(k):
             raise JaxplaceError(f"must be an integer, got {_plain(k)}", field="k")
         if k < 1:
             raise JaxplaceError(f"must be at least 1, got {int(k)}", field="k")
@@ -83,7 +91,7 @@ class Problem:
                                     field=name)
             object.__setattr__(self, name, None if math.isinf(v) else v)
         c = self.cpus
-        if isinstance(c, bool) or not isinstance(c, int | float) or c != int(c) or c < 0:
+        if not _whole(c) or c < 0:
             raise JaxplaceError(f"must be a non-negative integer, got {_plain(c)}",
                                 field="cpus")
         object.__setattr__(self, "cpus", int(c))
@@ -91,6 +99,19 @@ class Problem:
             raise JaxplaceError("CPU blocks need the node attribute 'cpu_latency', which "
                                 "the graph lacks", field="cpus")
         self.objective_impl.validate(self)
+        self._check_cpu_only_ops()
+
+    def _check_cpu_only_ops(self) -> None:
+        """An op that may not run on an accelerator needs a CPU block to go to: without
+        one no partition exists (every search would return cost inf)."""
+        if self.cpus or "supported_on_accel" not in self.graph.node_attrs:
+            return
+        bad = [int(v) for v in (~self.supported).nonzero()[0]]
+        if bad:
+            raise JaxplaceError(
+                f"is 0, but {len(bad)} op(s) may only run on a CPU (supported_on_accel "
+                f"false, e.g. {self.graph.label(bad[0])}): give at least one CPU block",
+                field="cpus")
 
     @cached_property
     def objective_impl(self):

@@ -68,7 +68,9 @@ def test_cpu_block_pays_no_transfers_and_unsupported_goes_to_cpu():
     with pytest.raises(jp.JaxplaceError, match="not supported on an accelerator"):
         jp.evaluate_partition(p, [0, 1, 1])
     assert jp.reference.slice_order(p, [0, 1, 2]).cost == 7.0
-    assert jp.reference.slice_order(p.replace(cpus=0), [0, 1, 2]).cost == np.inf
+    with pytest.raises(jp.JaxplaceError, match="supported_on_accel") as exc:
+        p.replace(cpus=0)  # no CPU block for the CPU-only op: refused up front
+    assert exc.value.field == "cpus" and "\n" not in str(exc.value)
     assert jp.simple_lower_bound(p) == 5.0
 
 

@@ -39,7 +39,8 @@ def cpu_block_problem(rng: np.random.Generator, n: int, *, training: bool, cpus:
              if rng.random() < 0.2]
     attrs = {
         "cpu_latency": rng.uniform(0.5, 30.0, n),
-        "supported_on_accel": rng.random(n) >= unsupported,
+        # with no CPU block every op must fit an accelerator (else the problem is refused)
+        "supported_on_accel": (rng.random(n) >= unsupported) | (cpus == 0),
         "color_class": (np.where(rng.random(n) < 0.3, rng.integers(0, max(colors, 1), n),
                                  -1) if colors else np.full(n, -1)),
         "is_backward": rng.random(n) < 0.4 if training else np.zeros(n, dtype=bool),

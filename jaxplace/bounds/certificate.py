@@ -21,6 +21,7 @@ import numpy as np
 
 from jaxplace.bounds._checks import check_sums
 from jaxplace.bounds.base import BoundContext, BoundMethod, MethodResult, _num
+from jaxplace.bounds.crosscheck import check_rungs
 from jaxplace.bounds.registry import (
     BOUNDS,
     DEFAULT_METHODS,
@@ -55,6 +56,9 @@ class Certificate:
         results: one MethodResult per method run, in ladder order.
         history: (time, incumbent, bound) of the exact MIP, from HiGHS callbacks (of the
             last method that kept one).
+        notes: rungs refuted by a cheaper known plan or whose solver disagreed with
+            itself (`crosscheck.check_rungs`), one line each; such a rung's bound is
+            not used.
     """
 
     lower_bound: float
@@ -66,6 +70,7 @@ class Certificate:
     history: list[tuple[float, float, float]] = field(default_factory=list)
     tolerance: float = OPTIMAL_RTOL
     settings: dict = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
 
     @property
     def ratio(self) -> float:
@@ -112,7 +117,7 @@ class Certificate:
                 "infeasible": self.infeasible, "method": self.method, "partition": part,
                 "results": [r.to_dict() for r in self.results],
                 "history": [[round(t, 4), _num(i), _num(b)] for t, i, b in self.history],
-                "settings": dict(self.settings)}
+                "settings": dict(self.settings), "notes": list(self.notes)}
 
     def summary(self) -> str:
         """The ladder as a small text table."""
@@ -435,4 +440,8 @@ def certify_ladder(problem: Problem, partition=None, methods=DEFAULT_METHODS, *,
                                          every_rung, rung_time_limit)
     settings = {"time_limit": time_limit, "rung_time_limit": rung_time_limit,
                 "threads": int(threads), "mip_rel_gap": mip_rel_gap, "methods": todo}
-    return _certificate(results, ctx, found_by or source, settings)
+    # a bound above the simple one must not exceed a known plan's cost
+    results, notes = check_rungs(problem, results, ctx.upper_bound, found_by or source)
+    cert = _certificate(results, ctx, found_by or source, settings)
+    cert.notes = notes
+    return cert

@@ -6,6 +6,7 @@ resolves to."""
 
 from __future__ import annotations
 
+import argparse
 import time
 
 from jaxplace.cli.args import (
@@ -102,7 +103,7 @@ def default_bounds(problem, deadline: float | None = None
 
 def run(args) -> int:
     from jaxplace.formats import save_result
-    from jaxplace.formats.results import load_assignment
+    from jaxplace.formats.results import load_assignment, saved_fields, saved_problem
 
     check_output(args.output, inputs=[args.file, args.partition])
     clock = Clock(args.time_limit)  # the whole command, from the process's start
@@ -112,7 +113,14 @@ def run(args) -> int:
         return clock.left() if clock.end is not None else \
             max(DEFAULT_SECONDS - (time.perf_counter() - t0), 0.1)
 
+    given = tuple(f for f in ("k", "bandwidth", "memory", "capacity")
+                  if getattr(args, f) is not None)
+    k = saved_fields(args.partition).get("k") if args.partition else None
+    if args.k is None and isinstance(k, int) and not isinstance(k, bool):
+        args = argparse.Namespace(**{**vars(args), "k": k})  # the file may not give one
     problem, source = problem_from_args(args)
+    if args.partition:  # certified under the problem it was saved with
+        problem = saved_problem(args.partition, problem, given=given)
     if args.methods is None:
         methods, why = default_bounds(problem,
                                       deadline=time.perf_counter() + PICK_SHARE * left())

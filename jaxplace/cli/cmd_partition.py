@@ -11,6 +11,7 @@ several inputs or k values are the batched run (`partition_many`)."""
 from __future__ import annotations
 
 import argparse
+import math
 import time
 
 from jaxplace.cli.args import (
@@ -180,6 +181,24 @@ def _planner_certificate(problem, cost: float, info: dict):
                        settings={"methods": [r.name for r in results], "from": "planner"})
 
 
+def _infeasible(problem, found) -> JaxplaceError:
+    """The one-line refusal of a problem no partition fits (the capacity, or the
+    cluster's device memory): proven, or none found."""
+    field = "capacity" if problem.capacity is not None else (
+        "cluster" if problem.cluster is not None else "problem")
+    what = (f"capacity {problem.capacity:g}" if field == "capacity"
+            else "the devices' memory")
+    proof = found.info.get("proved_by")
+    if math.isinf(problem.objective_impl.lower_bound(problem)):
+        why = "an op's parameters alone exceed it"
+    elif proof and math.isinf(found.info.get("proof_lower_bound", 0.0)):
+        why = f"proven by {proof}"
+    else:
+        why = "the search found none; not proven infeasible"
+    return JaxplaceError(f"no partition into {problem.k} blocks fits {what} ({why})",
+                         field=field)
+
+
 def _header(source: str, problem, found) -> str:
     info = found.info
     found_by, policy = info.get("found_by", found.method), info.get("policy")
@@ -221,6 +240,8 @@ def run(args) -> int:
         print(_header(source, problem, found), flush=True)
         best, cost, found_by = found.result, float(found.result.cost), \
             found.info.get("found_by", found.method)
+        if not math.isfinite(cost):  # nothing to write: refused, exit 2
+            raise _infeasible(problem, found)
         cert, timings = None, {"search_s": found.elapsed}
         if args.certify and not runner.interrupted:
             tc = time.perf_counter()

@@ -153,7 +153,7 @@ def load_assignment(path: str | os.PathLike, problem: Problem):
     if bad:
         raise JaxplaceError(f"not integer blocks (e.g. {bad[0]!r})", source=source,
                             field="assignment")
-    arr = np.asarray(a, dtype=np.int64)
+    arr = _cpu_blocks_renumbered(problem, data, np.asarray(a, dtype=np.int64))
     part = arr
     if "stage_devices" in data:  # a stage plan: which device runs each stage
         part = _staged(problem, data, arr, source)
@@ -168,6 +168,67 @@ def load_assignment(path: str | os.PathLike, problem: Problem):
     except JaxplaceError as exc:
         raise exc.with_source(source) from None
     return part
+
+
+def _cpu_blocks_renumbered(problem: Problem, data: dict, a: np.ndarray) -> np.ndarray:
+    """Blocks of a result saved under another k, in `problem`'s numbering: a result
+    numbers its CPU blocks from its own k (the CLI caps k at the placement units), so
+    CPU block `saved_k + i` is `problem.k + i` here."""
+    k0, c0 = data.get("k"), data.get("cpus")
+    if not (_count(k0) and _count(c0)) or c0 == 0 or k0 == problem.k:
+        return a
+    out = a.copy()
+    cpu = a >= k0
+    out[cpu] = problem.k + (a[cpu] - k0)
+    return out
+
+
+def _count(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+
+
+#: Problem fields a result records, and the command-line flag that sets each.
+SAVED_FIELDS = {"k": "-k", "cpus": None, "bandwidth": "--bandwidth",
+                "memory": "--memory", "capacity": "--capacity"}
+
+
+def saved_fields(path: str | os.PathLike) -> dict:
+    """The `SAVED_FIELDS` a result file records (those it has)."""
+    data = read_json(str(path))
+    return {f: data[f] for f in SAVED_FIELDS if f in data} if isinstance(data, dict) \
+        else {}
+
+
+def saved_problem(path: str | os.PathLike, problem: Problem,
+                  given: tuple[str, ...] = ()) -> Problem:
+    """`problem` with the fields its result file records (`SAVED_FIELDS`): a partition
+    is costed and certified under the problem it was saved with. A field named in
+    `given` (set explicitly, e.g. on the command line) that the file records with
+    another value is a one-line JaxplaceError naming both. Problems on a cluster take
+    their fields from the cluster and are returned as they are."""
+    source = str(path)
+    data = saved_fields(source)
+    if problem.cluster is not None:
+        return problem
+    changes = {}
+    for name, flag in SAVED_FIELDS.items():
+        if name not in data:
+            continue
+        saved, now = data[name], getattr(problem, name)
+        if saved == now or (isinstance(saved, int | float) and isinstance(now, int | float)
+                            and not isinstance(saved, bool) and float(saved) == now):
+            continue
+        if name in given:
+            raise JaxplaceError(f"the partition was saved with {name} = {saved}, but "
+                                f"{flag or name} asks {now}: drop {flag or name} or "
+                                "partition again", source=source, field=name)
+        changes[name] = saved
+    if not changes:
+        return problem
+    try:
+        return problem.replace(**changes)
+    except JaxplaceError as exc:
+        raise exc.with_source(source) from None
 
 
 def _staged(problem: Problem, data: dict, a: np.ndarray, source: str):

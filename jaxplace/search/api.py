@@ -17,7 +17,7 @@ from jaxplace.objectives.registry import objective_of
 from jaxplace.problem import Problem
 from jaxplace.search.deadline import call_by, late_seconds
 from jaxplace.search.registry import get_method
-from jaxplace.search.request import SearchRequest
+from jaxplace.search.request import SearchRequest, check_seeds
 from jaxplace.search.result import Result
 from jaxplace.search.stop import Progress, StopRule
 
@@ -78,7 +78,7 @@ def search(problem: Problem, method: str | None = None, *, budget: int | None = 
                             field="population_size")
     stop = _stop_rule(problem, stop, time_limit, target_ratio)
     if seeds is not None:
-        seeds = np.asarray(seeds, np.float32).reshape(-1, problem.n)
+        seeds = check_seeds(problem, seeds)
     # under a time limit the best so far is tracked, to answer with it at the limit
     best = BestSoFar(observer) if observer is not None or stop.time_limit else None
     windowed = options.pop("windowed", True)

@@ -10,6 +10,7 @@ from functools import cached_property
 import jax
 import numpy as np
 
+from jaxplace.errors import JaxplaceError
 from jaxplace.objectives.api import simple_lower_bound
 from jaxplace.objectives.registry import objective_of
 from jaxplace.problem import Problem
@@ -123,4 +124,21 @@ def initial_population(key, P: int, width: int, seeds: np.ndarray | None) -> np.
     return X0
 
 
-__all__ = ["SearchRequest", "finish", "initial_population"]
+def check_seeds(problem: Problem, seeds) -> np.ndarray:
+    """(S, n) float32 priority vectors from (S, n), (n,) or a flat (S * n,) array of
+    finite numbers; anything else is a one-line JaxplaceError naming `seeds`."""
+    try:
+        a = np.asarray(seeds, dtype=np.float32)
+    except (TypeError, ValueError):
+        raise JaxplaceError(f"must be an (S, {problem.n}) array of numbers (one priority "
+                            "per node per seed)", field="seeds") from None
+    n = problem.n
+    if not (a.ndim == 2 and a.shape[1] == n) and not (a.ndim == 1 and a.size % n == 0):
+        raise JaxplaceError(f"has shape {a.shape}, expected (S, {n}): one priority per "
+                            "node per seed", field="seeds")
+    if not np.isfinite(a).all():
+        raise JaxplaceError("must hold finite priorities (NaN or inf found)", field="seeds")
+    return a.reshape(-1, n)
+
+
+__all__ = ["SearchRequest", "check_seeds", "finish", "initial_population"]
