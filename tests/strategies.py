@@ -52,6 +52,12 @@ def same_cost(a: float, b: float, rtol: float = 1e-9) -> bool:
     return bool(np.isclose(a, b, rtol=rtol, atol=1e-9))
 
 
+def cpu_blocks(attrs: dict, most: int):
+    """How many CPU blocks to draw: at least one when an op may only run on a CPU (a
+    problem without one is refused)."""
+    return st.integers(0 if np.all(attrs["supported_on_accel"]) else 1, most)
+
+
 @st.composite
 def tiny_cpu_block_problems(draw, max_nodes: int = 5, training: bool = False):
     """Tiny problems with CPU blocks, unsupported nodes, colocation classes and, with
@@ -70,7 +76,7 @@ def tiny_cpu_block_problems(draw, max_nodes: int = 5, training: bool = False):
     }
     g = jp.CompGraph(work, edges, [draw(weight) for _ in range(n)],
                      [draw(weight) for _ in range(n)], node_attrs=attrs)
-    return jp.Problem(g, draw(st.integers(1, 2)), cpus=draw(st.integers(0, 2)),
+    return jp.Problem(g, draw(st.integers(1, 2)), cpus=draw(cpu_blocks(attrs, 2)),
                       capacity=draw(st.one_of(st.none(), st.integers(2, 12).map(float))))
 
 
@@ -99,7 +105,7 @@ def tiny_training_problems(draw, max_forward: int = 3, max_backward: int = 3):
     g = jp.CompGraph([draw(weight) for _ in range(n)], edges,
                      [draw(weight) for _ in range(n)], [draw(weight) for _ in range(n)],
                      node_attrs=attrs)
-    return jp.Problem(g, draw(st.integers(1, 2)), cpus=draw(st.integers(0, 1)),
+    return jp.Problem(g, draw(st.integers(1, 2)), cpus=draw(cpu_blocks(attrs, 1)),
                       capacity=draw(st.one_of(st.none(), st.integers(3, 12).map(float))))
 
 
@@ -178,7 +184,7 @@ def tiny_all_options_problems(draw, max_nodes: int = 5, cluster: bool = True):
     g = jp.CompGraph([draw(weight) for _ in range(n)], edges,
                      [draw(weight) for _ in range(n)], tensors=tensors, node_attrs=attrs)
     k = draw(st.integers(1, 3))
-    cpus = draw(st.integers(0, 1))
+    cpus = draw(cpu_blocks(attrs, 1))
     common = dict(bandwidth=draw(st.sampled_from([0.5, 1.0, 2.0])),
                   memory=draw(st.one_of(st.none(), weight)),
                   capacity=draw(st.one_of(st.none(), st.integers(2, 12).map(float))),
