@@ -63,7 +63,7 @@ SIZES = {
     "tiny": dict(ns=(24,), pops=(40,), sample=(8,), interpret_max=64, chunk=1, suite=1,
                  islands=(2, 8, 2)),
 }
-PARTS = ("decoder", "train", "suite", "islands")
+PARTS = ("decoder", "train", "suite", "islands", "cpu_suite")
 #: Decoder rows: the library's decoders, then the sparse kernel with its integer state
 #: in scratch memory and with the per-candidate bound at a search-like threshold
 #: (`TAU_QUANTILE` of the sample's reference costs).
@@ -99,6 +99,15 @@ def add_arguments(p) -> None:
     p.add_argument("--island-impls", default="auto",
                    help=f"islands part: decoders, comma-separated, of "
                    f"{', '.join(ISLAND_IMPLS)} (auto: the library's choice)")
+    p.add_argument("--decoder-seconds", type=float, default=None,
+                   help="decoder part: skip the cells after this many seconds (the "
+                   "smaller graph's cells run first)")
+    p.add_argument("--island-polish", default="auto",
+                   help="islands part: the MIP polish, comma-separated, of auto (the "
+                   "library's rule: k <= 4), on, off; one row each")
+    p.add_argument("--refine-steps", default="auto",
+                   help="islands part: device refinement rounds, comma-separated (auto: "
+                   "the platform's default; 0: off); one row each")
     p.add_argument("--seed", type=int, default=0)
 
 
@@ -187,8 +196,10 @@ def _warm_up(ev, X: np.ndarray, P: int) -> float:
 
 
 def decoder_rows(cfg: dict, impls, *, seed: int, max_cell_seconds: float, on_gpu: bool,
-                 log=print) -> list[dict]:
-    """One record per (n, impl, P): rate, compile, error, or why it was skipped."""
+                 log=print, seconds: float | None = None) -> list[dict]:
+    """One record per (n, impl, P): rate, compile, error, or why it was skipped
+    (`seconds`: the part's budget; later cells are skipped)."""
+    t_part = time.perf_counter()
     from jaxplace.bench.decode import kernel_work
     from jaxplace.decoder import Evaluator
     from jaxplace.reference import evaluate_reference
@@ -223,7 +234,9 @@ def decoder_rows(cfg: dict, impls, *, seed: int, max_cell_seconds: float, on_gpu
                 limit = (cfg["interpret_max"] if impl in KERNELS and not on_gpu
                          else None)
                 predicted = P / rate if rate else None
-                if limit is not None and P > limit:
+                if seconds is not None and time.perf_counter() - t_part > seconds:
+                    rec["skipped"] = f"the part's {seconds:.0f} s were spent"
+                elif limit is not None and P > limit:
                     rec["skipped"] = f"interpret mode (no GPU): P > {limit}"
                 elif predicted is not None and predicted > max_cell_seconds:
                     rec["skipped"] = f"predicted {predicted:.0f} s > {max_cell_seconds:.0f} s"
@@ -283,19 +296,31 @@ def train_row(recipe: str, chunk: int, size: str) -> dict:
                 step_s=(walls[1] - walls[0]) / chunk, total_s=total)
 
 
-def suite_rows(count: int, seed: int) -> dict:
+def suite_rows(count: int, seed: int, platform: str | None = None) -> dict:
     """search_many over the regal-time suite vs C++ brkga-10000 (bench batch's
-    workers)."""
+    workers); `platform` "cpu": the worker runs on the host's CPUs (JAX_PLATFORMS=cpu,
+    the CPU's figure from the same commit on the same host)."""
     from jaxplace.bench import batch, search_time
     from jaxplace.bench.cpp_peer import CppUnavailable
 
     parser = argparse.ArgumentParser()
     batch.add_arguments(parser)  # bench batch's own defaults, so a new option there
     args = parser.parse_args(["--count", str(count), "--seed", str(seed)])  # holds here
-    many = batch._run_many(args)
+    saved = os.environ.get("JAX_PLATFORMS")
+    if platform is not None:
+        os.environ["JAX_PLATFORMS"] = platform
+    try:
+        many = batch._run_many(args)
+    finally:
+        if platform is not None:
+            if saved is None:
+                os.environ.pop("JAX_PLATFORMS", None)
+            else:
+                os.environ["JAX_PLATFORMS"] = saved
     from jaxplace.search.many.islands_mode import auto_mode
 
-    out = dict(count=count, mode=auto_mode(), many=dict(
+    out = dict(count=count, mode=auto_mode(platform), platform=platform or "default",
+               repeatable=bool(many["costs"] == many["warm_costs"]), many=dict(
         total_cold_s=many["total_s"], import_s=many["import_s"], cold_s=many["cold_s"],
         warm_s=many["warm_s"], compile_s=max(many["cold_s"] - many["warm_s"], 0.0),
         programs_compiled=many["programs_compiled"], costs=many["costs"],
@@ -339,12 +364,13 @@ def island_shape(text: str) -> tuple[int, int, int]:
     return int(parts[0]), int(parts[1]), int(parts[2])
 
 
-def islands_row(count: int, seed: int, shape: tuple, cpp_costs=None, impl: str = "auto"
-                ) -> dict:
+def islands_row(count: int, seed: int, shape: tuple, cpp_costs=None, impl: str = "auto",
+                polish: bool | None = None, refine_steps: int | None = None) -> dict:
     """`search_many(mode="islands")` over the suite's graphs, twice in this process
     (cold: with the compiles; warm), cost against the C++ peer's costs when given;
     `impl`: the islands' decoder ("auto": the library's choice; `impl_used` says which
-    ran)."""
+    ran); `polish`: the MIP polish (None: the library's rule); `refine_steps`: the
+    device refinement's rounds (None: the platform's default)."""
     from jaxplace.bench import batch
     from jaxplace.bench.search_time import instances
     from jaxplace.problem import Problem
@@ -354,9 +380,11 @@ def islands_row(count: int, seed: int, shape: tuple, cpp_costs=None, impl: str =
     probs = [Problem(g, k) for _, g, k in instances(count, [4, 8, 16], seed)]
     budget = islands * population * (generations + 1)
     kw = dict(mode="islands", budget=budget, seed=seed, islands=islands,
-              population=population, migrate_every=MIGRATE_EVERY)
+              population=population, migrate_every=MIGRATE_EVERY, polish=polish)
     if impl != "auto":
         kw["impl"] = impl
+    if refine_steps is not None:
+        kw["refine_steps"] = int(refine_steps)
     t0 = time.perf_counter()
     rs = search_many(probs, **kw)
     cold = time.perf_counter() - t0
@@ -365,8 +393,12 @@ def islands_row(count: int, seed: int, shape: tuple, cpp_costs=None, impl: str =
     warm = time.perf_counter() - t0
     costs = [r.cost for r in rs]
     used = sorted({r.info["impl"] for r in rs if "impl" in r.info})  # none: all exact
+    refined = [r.info["refine"] for r in rs if "refine" in r.info]
     out = dict(count=count, islands=islands, population=population,
                generations=generations, budget=budget, impl=impl,
+               polish="auto" if polish is None else ("on" if polish else "off"),
+               refine_steps=(refined[0]["steps"] if refined else 0),
+               refined=sum(bool(x["improved"]) for x in refined),
                impl_used=",".join(used) or "-", migrate_every=kw["migrate_every"],
                evaluations=float(np.mean([r.evaluations for r in rs])), cold_s=cold,
                warm_s=warm, compile_s=max(cold - warm, 0.0), costs=costs,
@@ -375,6 +407,23 @@ def islands_row(count: int, seed: int, shape: tuple, cpp_costs=None, impl: str =
     if cpp_costs is not None and len(cpp_costs) == count:
         out["cost_ratio"] = batch._gm(np.asarray(costs) / np.asarray(cpp_costs, np.float64))
     return out
+
+
+def _polish_choice(text: str) -> bool | None:
+    t = text.strip()
+    if t not in ("auto", "on", "off"):
+        raise JaxplaceError(f"expected auto, on or off, got {t!r}", field="--island-polish")
+    return None if t == "auto" else t == "on"
+
+
+def _refine_choice(text: str) -> int | None:
+    t = text.strip()
+    if t == "auto":
+        return None
+    if not t.isdigit():
+        raise JaxplaceError(f"expected auto or an integer >= 0, got {t!r}",
+                            field="--refine-steps")
+    return int(t)
 
 
 def _f(x, fmt: str) -> str:
@@ -417,27 +466,8 @@ def markdown(rec: dict) -> str:
         else:
             lines.append(f"{tr['recipe']}: {tr.get('skipped') or tr.get('error')}")
         lines.append("")
-    su = rec.get("suite")
-    if su is not None:
-        lines += [f"## Regal-time suite ({su.get('count')} graphs) via search_many "
-                  f"(mode {su.get('mode', 'default')})", ""]
-        if "error" in su:
-            lines.append(su["error"])
-        else:
-            mk, cpp = su["many"], su["cpp"]
-            rows = [["search_many", f"{mk['total_cold_s']:.1f}", f"{mk['compile_s']:.1f}",
-                     f"{mk['warm_s']:.1f}", _f(su.get("cost_ratio"), ".4f"),
-                     _f(su.get("wall_ratio_cold"), ".2f"),
-                     _f(su.get("wall_ratio_warm"), ".2f")]]
-            if "total_s" in cpp:
-                rows.append(["C++ brkga-10000 (1 core)", f"{cpp['total_s']:.1f}", "-",
-                             f"{cpp['total_s']:.1f}", "1", "1", "1"])
-            lines.append(markdown_table(
-                ["method", "cold wall s", "compile s (cold - warm)", "warm wall s",
-                 "cost / C++", "cold wall / C++", "warm wall / C++"], rows))
-            if "skipped" in cpp:
-                lines.append(f"C++ peer: {cpp['skipped']}")
-        lines.append("")
+    for key, title in (("suite", "this device"), ("cpu_suite", "the host's CPUs")):
+        lines += suite_markdown(rec.get(key), title)
     isl = rec.get("islands")
     if isl is not None:
         lines += islands_markdown(isl if isinstance(isl, list) else [isl])
@@ -446,6 +476,35 @@ def markdown(rec: dict) -> str:
             lines += [f"C++ brkga-10000 (1 core) on these graphs: {cpp['total_s']:.1f} s"
                       if "total_s" in cpp else f"C++ peer: {cpp.get('skipped')}", ""]
     return "\n".join(lines)
+
+
+def suite_markdown(su: dict | None, title: str) -> list[str]:
+    """The lines of a suite part (None: not run)."""
+    from jaxplace.bench.runs import markdown_table
+
+    if su is None:
+        return []
+    lines = [f"## Regal-time suite ({su.get('count')} graphs) via search_many on {title} "
+             f"(mode {su.get('mode', 'default')}; warm repeats cold bit for bit: "
+             f"{su.get('repeatable', '-')})", ""]
+    if "error" in su:
+        lines.append(su["error"])
+    else:
+        mk, cpp = su["many"], su["cpp"]
+        rows = [["search_many", f"{mk['total_cold_s']:.1f}", f"{mk['compile_s']:.1f}",
+                 f"{mk['warm_s']:.1f}", _f(su.get("cost_ratio"), ".4f"),
+                 _f(su.get("wall_ratio_cold"), ".2f"),
+                 _f(su.get("wall_ratio_warm"), ".2f")]]
+        if "total_s" in cpp:
+            rows.append(["C++ brkga-10000 (1 core)", f"{cpp['total_s']:.1f}", "-",
+                         f"{cpp['total_s']:.1f}", "1", "1", "1"])
+        lines.append(markdown_table(
+            ["method", "cold wall s", "compile s (cold - warm)", "warm wall s",
+             "cost / C++", "cold wall / C++", "warm wall / C++"], rows))
+        if "skipped" in cpp:
+            lines.append(f"C++ peer: {cpp['skipped']}")
+    lines.append("")
+    return lines
 
 
 def islands_markdown(rows: list) -> list[str]:
@@ -460,17 +519,20 @@ def islands_markdown(rows: list) -> list[str]:
         shape = (f"{r['islands']} x {r['population']} x {r['generations']}"
                  if "islands" in r else "-")
         if "error" in r:
-            table.append([shape, r.get("impl", "-"), "-", "-", "-", "-", "-", "-", "-",
-                          r["error"]])
+            table.append([shape, r.get("impl", "-"), "-", r.get("polish", "-"), "-", "-",
+                          "-", "-", "-", "-", "-", r["error"]])
             continue
         table.append([shape, r.get("impl", "-"), r.get("impl_used", "-"),
+                      r.get("polish", "-"),
+                      f"{r.get('refine_steps', 0)} ({r.get('refined', 0)} improved)",
                       f"{r['budget']:,}", f"{r['evaluations']:,.0f}",
                       f"{r['cold_s']:.1f}", f"{r['compile_s']:.1f}", f"{r['warm_s']:.1f}",
                       _f(r.get("cost_ratio"), ".4f"),
                       f"bit for bit: {r['repeatable']}"
                       + ("; compiled by an earlier row" if r.get("compiled_before") else "")])
     lines += [markdown_table(
-        ["islands x population x generations", "impl", "ran", "budget / problem",
+        ["islands x population x generations", "impl", "ran", "polish",
+         "device refinement rounds", "budget / problem",
          "mean evaluations", "cold wall s", "compile s (cold - warm)", "warm wall s",
          "cost / C++", "warm repeats cold"], table), ""]
     return lines
@@ -489,6 +551,8 @@ def run(args) -> int:
         raise JaxplaceError(f"unknown part(s) or impl(s): {', '.join(bad)}",
                             field="--parts/--impls/--island-impls")
     shapes = [island_shape(t) for t in args.islands] if args.islands else [cfg["islands"]]
+    polishes = [_polish_choice(t) for t in args.island_polish.split(",") if t.strip()]
+    refines = [_refine_choice(t) for t in args.refine_steps.split(",") if t.strip()]
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     on_gpu = jax.default_backend() == "gpu"
@@ -501,7 +565,8 @@ def run(args) -> int:
     save()
     if "decoder" in parts:
         rec["decoder"] = decoder_rows(cfg, impls, seed=args.seed, on_gpu=on_gpu,
-                                      max_cell_seconds=args.max_cell_seconds)
+                                      max_cell_seconds=args.max_cell_seconds,
+                                      seconds=args.decoder_seconds)
         save()
     if "train" in parts:
         try:
@@ -525,23 +590,34 @@ def run(args) -> int:
             save()
         rec["islands"] = []
         compiled = set()
-        for shape in shapes:
-            for impl in island_impls:
-                # one compiled program per (islands, population, decoder)
-                program = (shape[0], shape[1], impl)
-                try:
-                    row = islands_row(count, args.seed, shape, cpp, impl)
-                except Exception as exc:  # noqa: BLE001 - recorded, the next row runs
-                    row = dict(count=count, islands=shape[0], population=shape[1],
-                               generations=shape[2], impl=impl,
-                               error=f"{type(exc).__name__}: {exc}"[:300])
-                row["compiled_before"] = program in compiled
-                compiled.add(program)
-                rec["islands"].append(row)
-                print(f"islands {shape[0]}x{shape[1]}x{shape[2]} {impl}: "
-                      + (row.get("error") or f"warm {row['warm_s']:.1f} s, cost / C++ "
-                         f"{_f(row.get('cost_ratio'), '.4f')}"), flush=True)
-                save()
+        rows = [(shape, impl, polish, steps) for shape in shapes for impl in island_impls
+                for polish in polishes for steps in refines]
+        for shape, impl, polish, steps in rows:
+            # one compiled program per (islands, population, decoder)
+            program = (shape[0], shape[1], impl)
+            try:
+                row = islands_row(count, args.seed, shape, cpp, impl, polish, steps)
+            except Exception as exc:  # noqa: BLE001 - recorded, the next row runs
+                row = dict(count=count, islands=shape[0], population=shape[1],
+                           generations=shape[2], impl=impl,
+                           error=f"{type(exc).__name__}: {exc}"[:300])
+            row["compiled_before"] = program in compiled
+            compiled.add(program)
+            rec["islands"].append(row)
+            print(f"islands {shape[0]}x{shape[1]}x{shape[2]} {impl} polish "
+                  f"{row.get('polish')} refine {row.get('refine_steps')}: "
+                  + (row.get("error") or f"cold {row['cold_s']:.1f} s, warm "
+                     f"{row['warm_s']:.1f} s, cost / C++ "
+                     f"{_f(row.get('cost_ratio'), '.4f')}, warm repeats cold "
+                     f"{row['repeatable']}"), flush=True)
+            save()
+    if "cpu_suite" in parts:  # the CPU's figure, same commit, same host
+        count = args.suite_count or cfg["suite"]
+        try:
+            rec["cpu_suite"] = suite_rows(count, args.seed, platform="cpu")
+        except Exception as exc:  # noqa: BLE001
+            rec["cpu_suite"] = dict(count=count, error=f"{type(exc).__name__}: {exc}")
+        save()
     rec["machine"]["load_end"] = list(os.getloadavg())
     save()
     print(markdown(rec))
