@@ -47,11 +47,12 @@ class Problem:
             attribute) and pays no transfers; nodes whose `supported_on_accel` is false
             may only go to a CPU. Blocks 0..k-1 are accelerators, k..k+cpus-1 CPUs.
         cluster: a `jaxplace.cluster.Cluster`; k then defaults to its device count.
-            Required by the latency objective. With "throughput", a uniform cluster
-            only sets k (the identical-device model above, the fast special case);
-            a cluster of unequal devices makes it a pipeline over distinct devices
-            whose order is searched too (`jaxplace.hetero`; k <= its device count,
-            costs from the cluster, so bandwidth, memory and capacity are unused).
+            Required by the latency objective. With "throughput", any cluster,
+            uniform or not, makes it a pipeline over distinct devices whose order is
+            searched too (`jaxplace.hetero`; k <= its device count, costs from the
+            cluster's devices and links, so bandwidth, memory, capacity, CPU blocks
+            and colocation do not apply); the identical-device model above is
+            throughput without a cluster.
         objective: "throughput" (the MTPP bottleneck, above) or "latency" (the makespan
             of one inference on `cluster`, `jaxplace.latency`; k = its device count).
     """
