@@ -19,7 +19,8 @@ import sys
 
 
 def _quiet_startup_interrupt(signum, frame):  # pragma: no cover (timing-dependent)
-    os.write(2, b"jaxplace: interrupted\n")
+    os.write(2, b"jaxplace: interrupted while starting up (loading its modules): no "
+             b"result yet, nothing written\n")
     os._exit(130)
 
 

@@ -184,6 +184,15 @@ def _is_model_file(path: str) -> bool:
     return Path(path).suffix.lower() in MODEL_SUFFIXES
 
 
+def _refuse_python(source: str) -> None:
+    """A Python file (or `file.py:Class`) is not a graph: say what takes a module."""
+    if Path(source.split(":")[0] if ".py:" in source else source).suffix.lower() == ".py":
+        raise JaxplaceError("a Python file is not a graph file; plan a PyTorch module in "
+                            "Python with jaxplace.torch.plan_pipeline (docs/torch.md), or "
+                            "export it with torch.onnx.export and partition the .onnx",
+                            source=source)
+
+
 def load_input(args, *, default_k: int | None = None):
     """(Problem, source name) from the FILE / --example arguments.
 
@@ -208,6 +217,7 @@ def load_input(args, *, default_k: int | None = None):
         raise JaxplaceError("no input: give a graph FILE or --example")
     else:
         source = args.file
+        _refuse_python(source)
         if _is_model_file(source):
             graph = load_graph(source, **(options or model_options(args)))
         else:

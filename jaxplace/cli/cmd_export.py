@@ -13,7 +13,8 @@ DESCRIPTION = ("Export the stage plan of a result JSON (from `jaxplace partition
                "model the result was made from, found through the path and sha256 the "
                "result records) and DIR/plan.json; run the stages in order, feeding each "
                "its inputs by name. --to json prints a neutral plan (stages, ops, tensors "
-               "crossing each cut with bytes, devices) of any result. torch-pipelining gives "
+               "crossing each cut with bytes, devices) of any result as JSON (-o FILE: "
+               "writes it there and prints a summary). torch-pipelining gives "
                "split points by op name (and module, from torch.onnx scope names) for any "
                "result; megatron, deepspeed, vllm and jax take the layer graphs of model "
                "configs. A "
@@ -52,16 +53,15 @@ def run(args) -> int:
     if args.to == "json":
         data = _json(args, result, dims)
         _fewer_note(args.result, data["num_stages"], result)
-        if args.output == "-":
+        if args.output in (None, "-"):  # --to json means JSON: on stdout without -o
             write_json("-", data)
             return 0
         for st in data["stages"]:
             print(f"stage {st['stage']} ({st['device']}): {len(st['ops'])} ops"
                   + (f", in {_bytes(st['inputs'])}, out {_bytes(st['outputs'])}"
                      if "inputs" in st else ""))
-        if args.output:
-            write_json(args.output, data)
-            print(f"wrote {args.output}")
+        write_json(args.output, data)
+        print(f"wrote {args.output}")
         return 0
     return _layers(args, result)
 

@@ -297,8 +297,12 @@ def slice_bisect(spec: HeteroSpec, g: HeteroGraph, order: jnp.ndarray, seq: jnp.
         ok = feasible(lax.bitcast_convert_type(mid, dt))
         return jnp.where(ok, lo_b, mid + 1), jnp.where(ok, mid, hi_b)
 
-    hi0 = lax.bitcast_convert_type(inf, jnp.int32)
-    _, hi = lax.fori_loop(0, _BISECT, step, (jnp.int32(0), hi0))
+    # bisection on the bit patterns of non-negative floats (ordered as integers):
+    # 31 steps cover float32's, 63 float64's
+    wide = jnp.dtype(dt) == jnp.float64
+    it = jnp.int64 if wide else jnp.int32
+    hi0 = lax.bitcast_convert_type(inf, it)
+    _, hi = lax.fori_loop(0, 63 if wide else _BISECT, step, (it(0), hi0))
     return lax.bitcast_convert_type(hi, dt)
 
 
@@ -357,7 +361,13 @@ def candidate_rows(inst, spec: HeteroSpec, X) -> np.ndarray:
 def evaluate(inst, k: int, X, *, dtype=jnp.float32, chunk: int = 256,
              spec: HeteroSpec | None = None) -> np.ndarray:
     """(P,) float64 bottlenecks of (P, n) or (P, n + d) rows (host helper): calls of
-    `chunk` rows, so that populations of any size share one compiled shape."""
+    `chunk` rows, so that populations of any size share one compiled shape. A
+    float64 `dtype` runs under x64 (scoped to the call), never truncated to float32."""
+    with jax.enable_x64(jnp.dtype(dtype) == jnp.float64):
+        return _evaluate(inst, k, X, dtype, chunk, spec)
+
+
+def _evaluate(inst, k: int, X, dtype, chunk: int, spec) -> np.ndarray:
     spec, g = hetero_graph(inst, k, spec, dtype=dtype)
     R = candidate_rows(inst, spec, X)
     P = R.shape[0]

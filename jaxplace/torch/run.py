@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import tempfile
 import time
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
@@ -55,6 +56,10 @@ class PipelineRun:
         return "\n".join(lines)
 
 
+#: The FutureWarning torch 2.13's `pipeline()` tracing raises in every stage process.
+LEAFSPEC_WARNING = r"`isinstance\(treespec, LeafSpec\)` is deprecated"
+
+
 def _microbatch(args: Sequence, n: int) -> tuple:
     return tuple(a.chunk(n)[0] if hasattr(a, "chunk") else a for a in args)
 
@@ -70,7 +75,11 @@ def _worker(rank: int, world: int, port: int, module, split_spec: dict, args: tu
                             world_size=world, timeout=timedelta(seconds=timeout))
     try:
         module.eval()
-        pipe = pipeline(module, mb_args=_microbatch(args, n_mb), split_spec=split_spec)
+        with warnings.catch_warnings():
+            # torch's own tracer copies its pytree specs through a deprecated isinstance
+            # check (once per stage process); nothing for the user to act on
+            warnings.filterwarnings("ignore", LEAFSPEC_WARNING, FutureWarning)
+            pipe = pipeline(module, mb_args=_microbatch(args, n_mb), split_spec=split_spec)
         if pipe.num_stages != world:
             raise RuntimeError(f"the split spec makes {pipe.num_stages} stages for "
                                f"{world} processes")

@@ -238,8 +238,7 @@ def iter_search_many(problems: Sequence[Problem], method: str | None = None, *,
     problem is yielded exactly once, also after Ctrl-C or `cancel`."""
     start = time.perf_counter()
     settings = _settings(method, time_limit, budget, seed, polish, options, mode)
-    if executor not in ("local", "ray"):
-        raise JaxplaceError(f"must be 'local' or 'ray', got {executor!r}", field="executor")
+    require_executor(executor)
     islands = settings.mode == "islands"
     if islands and executor != "local":
         raise JaxplaceError("mode 'islands' runs on this process's devices: executor "
@@ -301,6 +300,19 @@ def iter_search_many(problems: Sequence[Problem], method: str | None = None, *,
     by_index = {p.index: p for p in prepared}  # without the problems proved exactly
     for i in sorted(pending):  # never started, or lost to an interrupt
         yield i, seed_result(by_index[i], start)
+
+
+def require_executor(executor: str) -> None:
+    """A JaxplaceError unless `executor` is "local", or "ray" with Ray installed
+    (checked before any work, so that nothing is searched or written first)."""
+    if executor not in ("local", "ray"):
+        raise JaxplaceError(f"must be 'local' or 'ray', got {executor!r}", field="executor")
+    if executor == "ray":
+        import importlib.util
+
+        if importlib.util.find_spec("ray") is None:
+            raise JaxplaceError("Ray is not installed: pip install \"jaxplace[ray]\"",
+                                field="executor")
 
 
 def problem_list(problems) -> list:
@@ -371,4 +383,4 @@ def geometric_mean(x) -> float:
 
 
 __all__ = ["ManySettings", "bucket_groups", "bucket_summary", "default_group", "iter_search_many",
-           "run_bucket", "search_many"]
+           "require_executor", "run_bucket", "search_many"]
