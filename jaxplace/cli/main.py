@@ -17,6 +17,7 @@ import argparse
 import importlib
 import sys
 
+from jaxplace.cli.method_names import check_method
 from jaxplace.cli.runner import EXIT_INTERRUPTED, worker_alive
 from jaxplace.compile_cache import enable_compile_cache
 from jaxplace.errors import JaxplaceError
@@ -34,7 +35,6 @@ COMMANDS = {
     "warmup": "jaxplace.cli.cmd_warmup",
     "spatial": "jaxplace.cli.cmd_spatial",
     "view": "jaxplace.cli.cmd_view",
-    "calibrate": "jaxplace.cli.cmd_calibrate",
 }
 
 EXIT_BAD_INPUT = 2
@@ -134,7 +134,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return _main(argv)
     except KeyboardInterrupt:  # Ctrl-C during start-up (imports, parsing)
-        print("jaxplace: interrupted", file=sys.stderr)
+        print("jaxplace: interrupted while starting up (loading its modules): no result "
+              "yet, nothing written", file=sys.stderr)
         return EXIT_INTERRUPTED
 
 
@@ -188,9 +189,51 @@ def interrupt_safely(signum, frame) -> None:
     if _exit_at_once(frame):
         import os
 
-        os.write(2, b"jaxplace: interrupted\n")
+        command = sys.argv[1] if len(sys.argv) > 1 else None
+        os.write(2, (interrupted_message(frame, command) + "\n").encode())
         os._exit(EXIT_INTERRUPTED)
     raise KeyboardInterrupt
+
+
+#: What a command was doing, by the package of the innermost jaxplace frame.
+_ACTIVITIES = (("jaxplace.importers", "importing the model"),
+               ("jaxplace.formats", "reading the input"),
+               ("jaxplace.llm", "costing the model config"),
+               ("jaxplace.bounds", "computing lower bounds (HiGHS)"),
+               ("jaxplace.exact", "running an exact method"),
+               ("jaxplace.policy", "loading the learned policy"),
+               ("jaxplace.decoder", "compiling or running the decoder"),
+               ("jaxplace.search", "searching (compiling or running the first chunk)"),
+               ("jaxplace.objectives", "searching (compiling or running the first chunk)"))
+
+
+def _last_jaxplace_frame(tb):
+    """The innermost frame of a traceback that runs jaxplace's code (None: none)."""
+    frame = None
+    while tb is not None:
+        if tb.tb_frame.f_globals.get("__name__", "").startswith("jaxplace."):
+            frame = tb.tb_frame
+        tb = tb.tb_next
+    return frame
+
+
+def interrupted_message(frame, command: str | None) -> str:
+    """One line for a Ctrl-C that reached the top: what was running (from `frame`, the
+    innermost jaxplace frame, or any frame below it) and that no result exists."""
+    where = None
+    while frame is not None and where is None:
+        module = frame.f_globals.get("__name__", "")
+        if module.startswith("jaxplace.") and not module.startswith("jaxplace.cli.main"):
+            where = (module, frame.f_code.co_name)
+        frame = frame.f_back
+    doing = "starting up"
+    if where is not None:
+        doing = next((what for prefix, what in _ACTIVITIES if where[0].startswith(prefix)),
+                     "running")
+        doing += f" (in {where[0]}.{where[1]})"
+    result = "no plan exists yet" if command in ("partition", "partition-many") else \
+        "no result yet"
+    return f"jaxplace: interrupted while {doing}: {result}, nothing written"
 
 
 def _exit_at_once(frame) -> bool:
@@ -239,6 +282,11 @@ def _main(argv: list[str] | None) -> int:
     if args.command is None:
         parser.print_help()
         return EXIT_BAD_INPUT
+    try:  # before the heavy imports: a misspelt method is an instant error
+        check_method(getattr(args, "method", None) if args.command == "partition" else None)
+    except JaxplaceError as exc:
+        print(f"jaxplace: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     _host_devices()
     enable_compile_cache()  # JAXPLACE_CACHE_DIR; empty: off
     try:
@@ -246,8 +294,9 @@ def _main(argv: list[str] | None) -> int:
     except JaxplaceError as exc:
         print(f"jaxplace: error: {exc}", file=sys.stderr)
         code = EXIT_BAD_INPUT
-    except KeyboardInterrupt:
-        print("jaxplace: interrupted", file=sys.stderr)
+    except KeyboardInterrupt as exc:  # the command held no result to keep
+        print(interrupted_message(_last_jaxplace_frame(exc.__traceback__), args.command),
+              file=sys.stderr)
         code = EXIT_INTERRUPTED
     except BrokenPipeError:
         # The reader (e.g. `| head`) went away: stop quietly, as Unix tools do.

@@ -163,6 +163,19 @@ class Stopped(Exception):  # noqa: N818 (a control-flow signal, not an error)
         self.interrupted = interrupted
 
 
+def _planned_evaluations(problem, args) -> int | None:
+    """The search's evaluation budget for the progress bar's total and ETA (None when
+    the method has no fixed one to show)."""
+    if args.budget is not None:
+        return int(args.budget)
+    from jaxplace.search.registry import get_method
+
+    try:
+        return get_method(args.method or "default").budget_for(problem, args.time_limit)
+    except Exception:  # noqa: BLE001 (a bar without a total, never a failed search)
+        return None
+
+
 class Runner:
     """Runs callables in a worker thread under one SIGINT handler; a context manager
     (the handler is installed on enter, in the main thread only).
@@ -210,7 +223,7 @@ class Runner:
         self.latest = progress
 
     def call(self, fn: Callable[[], Any], *, desc: str = "", deadline: float | None = None,
-             lower_bound: float | None = None) -> Any:
+             lower_bound: float | None = None, total: int | None = None) -> Any:
         """fn() in a worker thread; its value, or its exception re-raised here.
 
         Raises:
@@ -230,7 +243,7 @@ class Runner:
         deadline_at = None
         from jaxplace.progress import ReportBar  # tqdm: only when there is work
 
-        with ReportBar(desc, self.quiet, lower_bound) as bar:
+        with ReportBar(desc, self.quiet, lower_bound, total) as bar:
             worker.start()
             while worker.is_alive():
                 worker.join(0.1)
@@ -264,7 +277,8 @@ class Runner:
         t0 = time.perf_counter()
         try:
             res = self.call(lambda: search(problem, args.method, **kw), desc="search",
-                            deadline=limit, lower_bound=obj.lower_bound(problem))
+                            deadline=limit, lower_bound=obj.lower_bound(problem),
+                            total=_planned_evaluations(problem, args))
         except Stopped as stop:
             x = getattr(stop.latest, "best_x", None)
             if x is None:
