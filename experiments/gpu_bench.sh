@@ -1,22 +1,34 @@
 #!/usr/bin/env bash
-# The one prepared GPU benchmark of issue 52: `jaxplace bench gpu` on a lent GPU, the
-# JSON + markdown table and the log written to $OUT. One device call:
+# The one prepared GPU benchmark: THE FIRST CALL of the next lending (one device call,
+# about 400 s of command; keep the rest of the 15 minutes for a rerun):
 #
-#   run(command="bash experiments/gpu_bench.sh 380", timeout_s=560, carry=[".whl"])
+#   run(command="bash experiments/gpu_bench.sh 400", timeout_s=470, carry=[".whl"])
 #
-# The next lending (after the fourth lending, session 25, experiments/gpu.md): the
-# islands sweep ran (fused repeats bit for bit inside the islands; the warm wall was
-# the k <= 4 MIP polish run one problem after another, ~15 s of 19 s). The polishes
-# of a group now run side by side on the host's cores; first call, the suite part
-# with the library's defaults (fused islands, default budget, polish pool):
+# It measures, in this order, each part written to $OUT as it finishes:
+#  1. a kernel check (seconds): lanes, fused and sparse compile and agree with the
+#     float64 reference on one chunk; run to run identical;
+#  2. decoder candidates/s: lanes, fused, sparse (registers), sparse-indexed (scratch
+#     memory state), sparse-tau (the per-candidate bound at the sample's 10% quantile)
+#     at P = 10^4, 10^5, 10^6, n = 200 then 1,000, with the counted element ops per
+#     candidate (cells predicted past 15 s, or after 120 s of the part, are skipped);
+#  3. the regal-time suite (30 graphs) through search_many's automatic mode (islands
+#     on the GPU, device refinement on, the MIP polish by the library's rule), cold in
+#     a fresh process and warm, against C++ brkga-10000 on one core of the same host,
+#     and whether warm repeats cold bit for bit;
+#  4. the same suite through search_many(mode="islands") 4x1024x20 with the polish off,
+#     device refinement off and on (16 rounds): cold, warm, cost / C++, bit for bit;
+#  5. the CPU's figure from the same commit on the same host: the suite through
+#     search_many on the host's CPUs (JAX_PLATFORMS=cpu, the CPU default mode).
+# Record what it printed in experiments/gpu.md.
 #
-#   run(command="PARTS=suite,islands ISLANDS='4x1024x20' ISLAND_IMPLS=fused "
-#       "ISLANDS_CHECK_S=0 bash experiments/gpu_bench.sh 330", timeout_s=420,
-#       carry=[".whl"])
+# Dry run on a CPU (tiny sizes, every part, a few minutes; checks that the script and
+# the bench run end to end before a lending):
 #
-# TOTAL (default 300 s) bounds the bench; under it the bench's own parts are written as
-# they finish, so a timeout keeps the parts done before. Keep timeout_s above TOTAL and
-# leave device time for a second call.
+#   DRY=1 bash experiments/gpu_bench.sh
+#
+# TOTAL (first argument, default 400 s) bounds the bench; under it the bench's own
+# parts are written as they finish, so a timeout keeps the parts done before. Keep
+# timeout_s above TOTAL + about 60 s (the kernel check and the setup).
 #
 # Before the call (on the development machine, with internet): the wheels the GPU
 # image lacks, for its Python (the image of 2026-11-24: Python 3.12, jax 0.11.2 + CUDA
@@ -25,18 +37,23 @@
 #       evosax==0.3.2 highspy==1.15.1 optax==0.2.8 dotmap
 # jaxplace itself runs from the working tree (PYTHONPATH), not installed.
 #
-# Env: DETERMINISTIC=1 adds XLA_FLAGS=--xla_gpu_deterministic_ops=true (issue 52 asks
-# which flags give run-to-run identical results and what they cost); PARTS overrides
-# the bench's parts (default all four: decoder,train,suite,islands); ISLANDS (island
-# shapes IxPxG, space-separated) and ISLAND_IMPLS (auto,lanes,fused) the islands
-# part's rows; ISLANDS_CHECK_S=0 skips the final islands check. The suite part
-# runs search_many's automatic mode (island BRKGA on a GPU) in a fresh process; the
-# islands part runs search_many(mode="islands") cold and warm in one process and says
-# whether the warm pass repeats the cold one bit for bit (without DETERMINISTIC=1 that
-# answers the run-to-run question for the default flags).
+# Env: DETERMINISTIC=1 adds XLA_FLAGS=--xla_gpu_deterministic_ops=true; PARTS
+# overrides the bench's parts (default here: decoder,suite,islands,cpu_suite); ISLANDS
+# (island shapes IxPxG, space-separated), ISLAND_IMPLS (auto,lanes,fused,sparse),
+# ISLAND_POLISH (auto,on,off) and REFINE_STEPS (auto or rounds, comma-separated) the
+# islands part's rows; DECODER_S the decoder part's seconds; ISLANDS_CHECK_S > 0 adds
+# the older islands check on 6 graphs after the bench.
 set -u
-TOTAL=${1:-300}
+TOTAL=${1:-400}
 OUT=${OUT:-/tmp/out}
+SIZE=gpu
+if [ "${DRY:-0}" = 1 ]; then  # the CPU dry run: tiny sizes, every part
+  export JAX_PLATFORMS=cpu
+  SIZE=tiny
+  TOTAL=${1:-900}
+  OUT=${OUT:-/tmp/out_dry}
+  [ "$OUT" = /tmp/out ] && OUT=/tmp/out_dry
+fi
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
 if compgen -G ".whl/*.whl" > /dev/null; then
@@ -58,16 +75,18 @@ fi
   g++ --version | head -1 || echo "no g++: the suite runs without the C++ peer"
   echo "XLA_FLAGS=${XLA_FLAGS:-}"
 } 2>&1 | tee "$OUT/env.log"
-# the kernel-level check first (seconds): does the fused kernel compile and agree?
-timeout 75 python3 - <<'EOF' 2>&1 | tee "$OUT/fused_check.log"
-import time, numpy as np, jaxplace as jp
+# the kernel-level check first (seconds): do the kernels compile and agree?
+SIZE="$SIZE" timeout 120 python3 - <<'EOF' 2>&1 | tee "$OUT/fused_check.log"
+import os, time, numpy as np, jaxplace as jp
 from jaxplace.bench.gpu import dag_problem, max_rel_error
 from jaxplace.decoder import evaluate
-p = dag_problem(200, 0)
-X = np.random.default_rng(0).random((4096, 200), dtype=np.float32)
+tiny = os.environ["SIZE"] == "tiny"
+n, P = (24, 64) if tiny else (200, 4096)
+p = dag_problem(n, 0)
+X = np.random.default_rng(0).random((P, n), dtype=np.float32)
 want = jp.reference.evaluate_reference(p, X[:32])
 print("library default here:", jp.Evaluator(p).impl, flush=True)
-for impl in ("lanes", "fused"):
+for impl in ("lanes", "fused", "sparse"):
     t = time.perf_counter(); c = evaluate(p, X, impl=impl, window=None)
     t1 = time.perf_counter(); c2 = evaluate(p, X, impl=impl, window=None)
     print(impl, "first", round(t1 - t, 2), "s, warm", round(time.perf_counter() - t1, 3),
@@ -76,13 +95,17 @@ for impl in ("lanes", "fused"):
 EOF
 SHAPES=()
 for shape in ${ISLANDS:-}; do SHAPES+=(--islands "$shape"); done
-timeout -s INT "$TOTAL" python3 -m jaxplace bench gpu --size gpu --out "$OUT" \
-    ${PARTS:+--parts "$PARTS"} ${ISLAND_IMPLS:+--island-impls "$ISLAND_IMPLS"} \
+[ ${#SHAPES[@]} = 0 ] && [ "$SIZE" = gpu ] && SHAPES=(--islands 4x1024x20)
+timeout -s INT "$TOTAL" python3 -m jaxplace bench gpu --size "$SIZE" --out "$OUT" \
+    --parts "${PARTS:-decoder,suite,islands,cpu_suite}" \
+    --decoder-seconds "${DECODER_S:-120}" --max-cell-seconds 15 \
+    --island-impls "${ISLAND_IMPLS:-auto}" --island-polish "${ISLAND_POLISH:-off}" \
+    --refine-steps "${REFINE_STEPS:-0,16}" \
     ${SHAPES[@]+"${SHAPES[@]}"} 2>&1 | tee "$OUT/bench_gpu.log"
 echo "exit ${PIPESTATUS[0]}"
 # search_many's island mode on 6 suite graphs, twice (cold, warm): seconds, and the
 # answer to "bit-identical run to run" from a second, smaller run (ISLANDS_CHECK_S)
-[ "${ISLANDS_CHECK_S:-60}" = 0 ] || timeout "${ISLANDS_CHECK_S:-60}" python3 - <<'EOF' 2>&1 | tee "$OUT/islands_check.log"
+[ "${ISLANDS_CHECK_S:-0}" = 0 ] || timeout "${ISLANDS_CHECK_S}" python3 - <<'EOF' 2>&1 | tee "$OUT/islands_check.log"
 import time, numpy as np, jaxplace as jp
 from jaxplace.bench.search_time import instances
 from jaxplace.search.many import search_many

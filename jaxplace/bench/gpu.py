@@ -71,7 +71,7 @@ IMPLS = ("lanes", "fused", "sparse", "sparse-indexed", "sparse-tau")
 KERNELS = ("fused", "sparse", "sparse-indexed", "sparse-tau")
 TAU_QUANTILE = 0.1
 #: Decoders of the islands part ("auto": the library's choice on the platform).
-ISLAND_IMPLS = ("auto", "lanes", "fused")
+ISLAND_IMPLS = ("auto", "lanes", "fused", "sparse")
 #: Generations between migrations in the islands part (the accelerator default's): a
 #: compiled call runs that many, so shapes differing only in generations share one
 #: program (a problem past its count is frozen until the call ends).

@@ -74,12 +74,13 @@ def score_keys(spec: Spec, g: DeviceGraph, keys: jnp.ndarray, *, impl: str = IMP
 
 
 def score(spec: Spec, g: DeviceGraph, X: jnp.ndarray, *, impl: str = IMPL,
-          window: int | None = None) -> jnp.ndarray:
+          window: int | None = None, tau=None) -> jnp.ndarray:
     """(P,) bottleneck costs for (P, spec.width) padded node priorities.
 
     Columns >= n are ignored. `window` (static, lanes only): blocks of at most that
     many units; exact only for lanes whose cost is below `window.block_bound`
-    (`Evaluator` checks and recomputes).
+    (`Evaluator` checks and recomputes). `tau` (sparse only; a scalar, None: none):
+    candidates provably above it cost +inf, the others their exact cost.
     """
     check_impl(spec, impl)
     U = unit_priorities(spec, g, X)
@@ -88,7 +89,7 @@ def score(spec: Spec, g: DeviceGraph, X: jnp.ndarray, *, impl: str = IMPL,
     if impl == "fused":  # always the full DP
         return fused.score_prio(spec, g, U)
     if impl == "sparse":
-        return sparse_fused.score_prio(spec, g, U)
+        return sparse_fused.score_prio(spec, g, U, tau=tau)
     keys = jax.vmap(priority_keys, in_axes=(0, None))(U, g.n)
     return score_keys(spec, g, keys, impl=impl)
 

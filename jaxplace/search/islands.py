@@ -99,7 +99,7 @@ def resolve_settings(s: IslandSettings, spec: Spec, platform: str | None = None
     kernel on GPUs when it takes the group's graphs (`decoder.evaluator.resolve_impl`),
     else lanes; the fused kernel runs the full DP at its power-of-two shape."""
     impl = resolve_impl(s.impl, spec, platform=platform)
-    if impl == "fused":
+    if impl in ("fused", "sparse"):  # the Pallas kernels: full DP, power-of-two shapes
         return replace(s, impl=impl, window=None), fused_spec(spec)
     return (s if impl == s.impl else replace(s, impl=impl)), spec
 
@@ -127,9 +127,13 @@ def _brkga(s: IslandSettings, width: int) -> BRKGA:
                  s.mutant_fraction, s.rho)
 
 
-def _score(s: IslandSettings, spec: Spec, graphs, X):
-    """(G, C) costs of (G, C, W) candidates (inf for NaN)."""
-    f = jax.vmap(partial(score, spec, impl=s.impl, window=s.window))(graphs, X)
+def _score(s: IslandSettings, spec: Spec, graphs, X, tau=None):
+    """(G, C) costs of (G, C, W) candidates (inf for NaN). `tau` ((G,), the sparse
+    kernel only): a candidate provably above its problem's tau costs +inf."""
+    if s.impl == "sparse" and tau is not None:
+        f = jax.vmap(lambda g, x, t: score(spec, g, x, impl="sparse", tau=t))(graphs, X, tau)
+    else:
+        f = jax.vmap(partial(score, spec, impl=s.impl, window=s.window))(graphs, X)
     return jnp.where(jnp.isnan(f), jnp.inf, f)
 
 
@@ -176,7 +180,11 @@ def _generations(s: IslandSettings, spec: Spec, graphs, keys, pop, fit, best_f, 
         kept = jnp.where(t == 0, jnp.full((G, I, ne), jnp.inf, fit.dtype),
                          ranked[..., :ne])
         rows = jnp.where(t == 0, pop[:, :, :P - ne], pop[:, :, ne:])
-        new = _score(s, spec, graphs, rows.reshape(G, I * (P - ne), W)).reshape(
+        # the sparse kernel's bound: a new row worse than every island's worst elite
+        # can become neither an elite nor a migrant, so its exact cost is not needed
+        # (+inf; BRKGA draws its non-elite parent uniformly, whatever their order)
+        tau = jnp.where(t == 0, jnp.inf, jnp.max(kept[..., -1], axis=1))
+        new = _score(s, spec, graphs, rows.reshape(G, I * (P - ne), W), tau).reshape(
             G, I, P - ne)
         fit = jnp.where(t == 0, jnp.concatenate([new, kept], axis=-1),
                         jnp.concatenate([kept, new], axis=-1))
