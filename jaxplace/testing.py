@@ -7,8 +7,9 @@ The instances are built through the objective itself: a few tiny graphs crossed 
 every problem option (colocation classes, also ones that force a path into their
 block or hold a CPU-only op; one and two CPU blocks and CPU-only ops; memory,
 capacity, an infeasible capacity, bandwidth; k = 1 and k > n; ops with no work,
-parameters or output; values over six orders of magnitude, alone and with other
-options; training graphs with backward ops) and with no cluster, a uniform, a
+parameters or output, or none with work or output; work and outputs over six orders
+of magnitude, alone and with other options; per-device times with a free device;
+training graphs with backward ops) and with no cluster, a uniform, a
 near-uniform (1e-6 more bytes on one device), an unequal and a tight cluster; the
 objective's `validate` refuses some (a `JaxplaceError` of one line is a pass), its
 `matches` keeps the ones it serves. On each instance the optimum OPT comes from
@@ -131,15 +132,18 @@ class Conformance:
 
 
 def tiny_graph(seed: int, n: int, *, colocation: bool | str = False, cpu: bool = False,
-               cpu_only: bool = False, zero: bool = False, mixed: bool = False,
-               training: bool = False) -> CompGraph:
+               cpu_only: bool = False, zero: bool | str = False, mixed: bool = False,
+               training: bool = False, device_times: bool = False) -> CompGraph:
     """A random DAG of n ops (work 1..8, parameters 1..4, tensors 1..5).
 
     Options: `colocation` (True: two ops in a class; "path": the two ends of a path
     of three ops, which forces the middle one into their block; "cpu-only": a class
     holding the CPU-only op), `cpu` / `cpu_only` (CPU latencies, one op CPU-only),
-    `zero` (some ops with no work, parameters or output), `mixed` (values spread over
-    six orders of magnitude), `training` (the training graph of a forward graph of
+    `zero` (some ops with no work, parameters or output; "all": no op has work or
+    output), `mixed` (work and outputs spread over six orders of magnitude),
+    `device_times` (`time_<device>` attributes for the devices of this module's
+    clusters, the first device of each free for most ops), `training` (the training
+    graph of a forward graph of
     max(2, n // 2) ops: backward ops colocated with their forward ones).
     """
     if training:
@@ -171,12 +175,18 @@ def tiny_graph(seed: int, n: int, *, colocation: bool | str = False, cpu: bool =
     work = rng.integers(1, 9, n).astype(float)
     param = rng.integers(1, 5, n).astype(float)
     out = rng.integers(1, 6, n).astype(float)
-    if zero:
+    if zero == "all":
+        work[:], out[:] = 0.0, 0.0
+    elif zero:
         for a in (work, param, out):
             a[rng.random(n) < 0.4] = 0.0
-    if mixed:
-        for a in (work, param, out):
+    if mixed:  # parameters stay small: the clusters' memory is a few bytes
+        for a in (work, out):
             a *= 10.0 ** rng.uniform(-3, 3, n)
+    if device_times:
+        for first, second in (("a", "b"), ("fast", "slow")):
+            attrs[f"time_{first}"] = np.where(rng.random(n) < 0.6, 0.0, 2.0 * work)
+            attrs[f"time_{second}"] = work.copy()
     return CompGraph(work, edges, param, out, node_attrs=attrs or None)
 
 
@@ -199,7 +209,9 @@ def candidates(objective, *, quick: bool = True, seed: int = 0):
         "capacity": ({}, {"capacity": 9.0}),
         "infeasible": ({}, {"capacity": 0.5}),
         "zero-time": ({"zero": True}, {}),
-        "k>n": ({}, {"k": n + 2}),
+        "all-zero": ({"zero": "all"}, {}),
+        "device-times": ({"device_times": True}, {}),
+        "k>n": ({}, {"k": n + 1}),
         "cpus2": ({"cpu": True, "cpu_only": True}, {"cpus": 2, "k": 1}),
         "coloc-path": ({"colocation": "path"}, {}),
         "coloc-cpu-only": ({"colocation": "cpu-only", "cpu_only": True}, {"cpus": 1}),
@@ -211,7 +223,7 @@ def candidates(objective, *, quick: bool = True, seed: int = 0):
     # the tight cluster and the near-uniform one only where their memory or their
     # costs matter: plain graphs
     skip = {(o, c) for o in options for c in ("tight", "near-uniform")
-            if o not in ("plain", "k1", "zero-time", "mixed")}
+            if o not in ("plain", "k1", "zero-time", "mixed", "device-times")}
     for (oname, (gkw, pkw)), (cname, cluster) in itertools.product(
             options.items(), clusters.items()):
         if (oname, cname) in skip:
