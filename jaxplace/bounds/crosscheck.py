@@ -82,10 +82,12 @@ def check_rungs(problem: Problem, results: list[MethodResult], upper_bound: floa
     Returns:
         (results, notes): the results with the refuted ones replaced (bound 0, the claim
         in the status), and one line per refutation and per rung whose solver disagreed
-        with itself (a status starting "disagrees", see `bounds.exact`). The plans are only built when a
+        with itself or could not confirm its claim (a status starting "disagrees" or
+        "unconfirmed", see `bounds.exact`). The plans are only built when a
         bound exceeds the simple bound.
     """
-    said = [f"{r.name}: {r.status}" for r in results if r.status.startswith("disagrees")]
+    said = [f"{r.name}: {r.status}" for r in results
+            if r.status.startswith(("disagrees", "unconfirmed"))]
     simple = throughput_lower_bound(problem)
     top = max((r.bound for r in results), default=-math.inf)
     if not top > simple * (1 + REFUTE_RTOL):

@@ -84,8 +84,8 @@ def exact_bound(problem: Problem, assignment=None, *, relax: bool = False,
     """Solve the exact MIP, warm-started from `assignment` when given
     (`highs_options`: more HiGHS options, e.g. deterministic node limits).
 
-    `confirm`: when the warm-started solve claims that nothing beats its incumbent,
-    solve again without the start (`confirm_without_start`) and keep that bound: HiGHS
+    `confirm`: when the warm-started solve claims that nothing beats its start (and
+    found nothing cheaper), solve again without the start (`confirm_without_start`) and keep that bound: HiGHS
     1.15's presolve can fix z at its lower bound and then accept the start's image in
     the presolved model as optimal, returning the start's objective as a proven
     optimum although a cheaper partition exists. A caller that only wants better
@@ -117,7 +117,7 @@ def exact_bound(problem: Problem, assignment=None, *, relax: bool = False,
     found = None
     if not relax and res.col_value is not None:
         found = model.assignment(res.col_value)
-    if confirm and start is not None and not relax and claims_proof(res, ub, mip_rel_gap):
+    if confirm and start is not None and not relax and proves_start(res, ub, mip_rel_gap):
         left = time_limit - (time.perf_counter() - t0)
         res, found = confirm_without_start(
             problem, model, res, found, ub, time_limit=left, threads=threads,
@@ -130,8 +130,11 @@ def exact_bound(problem: Problem, assignment=None, *, relax: bool = False,
 PROOF_RTOL = 1e-9
 #: Seconds a confirming solve always gets, even when the first one used the whole limit.
 CONFIRM_MIN_SECONDS = 0.05
-#: What a confirming solve's status says when it does not reach the first one's bound.
+#: A confirming solve's status when it finished below the first one's bound...
 DISAGREES = "disagrees: with the MIP start {first} at {claimed:.10g}, without it {second}"
+#: ... and when it stopped (a limit) below it: its own bound stands, unproven.
+UNCONFIRMED = ("unconfirmed: with the MIP start {first} at {claimed:.10g}, without it "
+               "{second}")
 
 
 def claims_proof(res, ub: float, mip_rel_gap: float) -> bool:
@@ -140,14 +143,22 @@ def claims_proof(res, ub: float, mip_rel_gap: float) -> bool:
     return math.isfinite(best) and res.bound >= best * (1 - mip_rel_gap - PROOF_RTOL)
 
 
+def proves_start(res, ub: float, mip_rel_gap: float) -> bool:
+    """Does the solve claim its MIP start (cost `ub`) optimal, having found nothing
+    cheaper? (The claim HiGHS's presolve has made falsely.)"""
+    improved = math.isfinite(res.primal) and res.primal < ub * (1 - PROOF_RTOL)
+    return not improved and claims_proof(res, ub, mip_rel_gap)
+
+
 def confirm_without_start(problem: Problem, model: BlockModel, res, found, ub: float, *,
                           time_limit: float, threads: int, mip_rel_gap: float,
                           cutoff: bool, progress, highs_options: dict | None):
     """Solve `model` again without the MIP start (the cutoff kept) and return its bound.
 
     The first solve's bound is not used: its claim is what is being checked. When the
-    second solve proves less (a time limit, or a cheaper partition), its status says so
-    (`DISAGREES`) and its smaller bound stands; a cheaper incumbent it finds is returned.
+    second solve proves less, its status says so (`DISAGREES`: it finished, with a
+    cheaper partition; `UNCONFIRMED`: it stopped at a limit) and its smaller bound
+    stands; a cheaper incumbent it finds is returned.
 
     Returns:
         (SolveResult, assignment or None) as `exact_bound`'s first two.
@@ -165,7 +176,9 @@ def confirm_without_start(problem: Problem, model: BlockModel, res, found, ub: f
     bound = min(float(again.bound), best)
     status = again.status if again.status != "Infeasible" else res.status
     if bound < res.bound * (1 - mip_rel_gap - PROOF_RTOL):
-        status = DISAGREES.format(first=res.status, claimed=res.bound, second=again.status)
+        finished = again.status in ("Optimal", "Infeasible")
+        status = (DISAGREES if finished else UNCONFIRMED).format(
+            first=res.status, claimed=res.bound, second=again.status)
     primal = min(res.primal, again.primal)
     gap = 0.0 if bound >= primal else (primal - bound) / primal if primal > 0 else math.inf
     return replace(res, status=status, bound=bound, primal=primal, gap=gap,
