@@ -184,3 +184,23 @@ def test_one_value_variations_sample_has_no_false_proof():
 @pytest.mark.parametrize("methods", LADDERS)
 def test_every_one_value_variation_has_no_false_proof(methods):
     assert _scan(list(variations()), methods) == []
+
+
+def test_noncontiguous_bound_above_a_contiguous_plan_is_refused(monkeypatch):
+    """A contiguous plan is a non-contiguous split too: an IP bound above one's cost
+    is the solver's error (a stand-in that lies here) and is not reported."""
+    from jaxplace.exact import noncontiguous as nc
+
+    run = nc._Solve.run
+
+    def lying(self, **kw):
+        status, bound, nodes, col = run(self, **kw)
+        return status, 4.0, nodes, None  # claims the start (cost 4) optimal
+
+    monkeypatch.setattr(nc._Solve, "run", lying)
+    r = nc.solve_noncontiguous(instance(), start=PART, time_limit=10)
+    assert r.bound <= 3.0 * (1 + RTOL) and r.status.startswith("refuted")
+    monkeypatch.setattr(nc._Solve, "run", run)
+    r = nc.solve_noncontiguous(instance(), start=PART, time_limit=10)
+    assert r.bound == pytest.approx(3.0) and r.cost == pytest.approx(3.0)
+    assert r.status == "Optimal"
