@@ -52,7 +52,8 @@ def main() -> None:
         out = mip_polish(p, r.partition.assignment)
         pol.append(r.cost if out is None else min(r.cost, float(out[1])))
     t_pol = time.perf_counter() - t0
-    rows.append(["MIP polish (per graph, 1 thread)", f"{t_pol:.1f}", f"{gm(np.array(pol) / base):.4f}",
+    rows.append(["MIP polish (per graph, 1 thread)", f"{t_pol:.1f}",
+                 f"{gm(np.array(pol) / base):.4f}",
                  f"{int(np.sum(np.array(pol) < base * (1 - 1e-9)))}/{len(probs)}"])
 
     X = [r.priorities for r in starts]

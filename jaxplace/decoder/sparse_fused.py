@@ -143,7 +143,8 @@ class _Memory:
 
 
 def _kernel(spec: Spec, B: int, indexed: bool, use_tau: bool, column_block: int,
-            by_rank_ref, rank_ref, ready_ref, ints_ref, flts_ref, indeg_ref, succ_ref, in_t_ref, plus_ref,
+            by_rank_ref, rank_ref, ready_ref, ints_ref, flts_ref, indeg_ref, succ_ref,
+            in_t_ref, plus_ref,
             work_ref, param_ref, bad_ref, t_size_ref, t_prod_ref, t_init_ref,
             t_members_ref, n_succ_ref, n_slots_ref, out_ref, scratch_ref):
     N, T1, K = spec.N, spec.T + 1, spec.K

@@ -120,7 +120,6 @@ def node_priorities(spec: Spec, g: DeviceGraph, U: jnp.ndarray) -> jnp.ndarray:
 def refine_one(spec: Spec, impl: str, steps: int, g: DeviceGraph, x: jnp.ndarray):
     """(x, f, moves applied) after `steps` rounds for one problem from its (width,)
     priorities x; f: the decoder cost of the returned x (the full DP)."""
-    N = spec.N
     f = score(spec, g, x[None], impl=impl)[0]
     f = jnp.where(jnp.isnan(f), jnp.inf, f)
 

@@ -281,6 +281,7 @@ def finish(m, r, s: IslandSettings, times: list[float], info: dict, settings, st
                   interrupted=interrupted, info=info)
 
 
-__all__ = ["ACCELERATOR_ISLANDS", "ACCELERATOR_REFINE_STEPS", "CPU_ISLANDS",
-           "ISLAND_OPTIONS", "MIN_GENERATIONS", "MODES", "ModeSettings", "auto_mode", "check_mode", "finish", "generations_of", "island_budget",
-           "island_settings", "islands_buckets", "refine_results", "run_group"]
+__all__ = ["ACCELERATOR_ISLANDS", "ACCELERATOR_REFINE_STEPS", "CPU_ISLANDS", "ISLAND_OPTIONS",
+           "MIN_GENERATIONS", "MODES", "ModeSettings", "auto_mode", "check_mode", "finish",
+           "generations_of", "island_budget", "island_settings", "islands_buckets",
+           "refine_results", "run_group"]
