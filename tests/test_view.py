@@ -5,6 +5,7 @@ with the reason where none is installed)."""
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -187,22 +188,47 @@ def _png_pixels(path: Path) -> np.ndarray:
     return np.asarray(matplotlib.image.imread(str(path)))[..., :3]
 
 
-def _pipeline_plan():
+@functools.lru_cache(maxsize=2)  # one trace and plan each for the tests that draw it
+def _pipeline_plan(train=False):
     torch = pytest.importorskip("torch")
     from jaxplace.torch import plan_pipeline
     from jaxplace.torch.models import GPT2
 
     torch.manual_seed(0)
     m = GPT2(vocab=256, ctx=32, d=32, layers=4, heads=2).eval()
-    return plan_pipeline(m, (torch.randint(0, 256, (2, 16)),), k=2)
+    x = torch.randint(0, 256, (2, 16))
+    if train:
+        return plan_pipeline(m, (x,), k=2, device="cpu", train=True, schedule="1f1b",
+                             n_microbatches=4)
+    return plan_pipeline(m, (x,), k=2)
+
+
+def test_training_plan_view_shows_its_simulated_step():
+    plan = _pipeline_plan(train=True)
+    view = plan_view(plan)
+    assert view.num_stages == plan.num_stages and view.cost == plan.step_time
+    assert len(view.timeline) == len(plan.timeline.events)
+    np.testing.assert_allclose([s.compute for s in view.stages],
+                               plan.stage_fwd + plan.stage_bwd)
+    assert html(view).count('class="event"') == len(plan.timeline.events)
+
+
+def test_search_result_displays_itself_in_notebooks():
+    problem = jp.load_problem(DATA / "tr.json", k=3)
+    result = jp.search(problem, seed=0)
+    frag = result._repr_html_()
+    assert "<script" not in frag and frag.count('class="stage-bar"') == \
+        len(set(result.partition.assignment.tolist()))
+    full = html(result, problem=problem)
+    assert full.count('class="op"') == problem.graph.num_nodes
 
 
 @pytest.mark.skipif(_browser() is None, reason="no Chromium/Chrome on PATH (apt-get "
                     "install chromium): the page is not checked in a browser here")
-@pytest.mark.parametrize("name", [*RESULTS, "torch"])
+@pytest.mark.parametrize("name", [*RESULTS, "torch", "torch-train"])
 def test_page_renders_in_headless_chromium(name, tmp_path):
-    if name == "torch":
-        view = plan_view(_pipeline_plan())
+    if name.startswith("torch"):
+        view = plan_view(_pipeline_plan(train=name == "torch-train"))
     else:
         view = load_view(DATA / RESULTS[name])
     page = tmp_path / "plan.html"
