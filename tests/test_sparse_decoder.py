@@ -207,3 +207,12 @@ def test_kernel_lowers_for_gpus(indexed):
                                          indexed=indexed, column_block=CB, interpret=False))
     text = fn.trace(g, X).lower(lowering_platforms=("cuda",)).as_text()
     assert "__gpu$xla.gpu.triton" in text and "jaxplace_sparse_decoder" in text
+    # a wider graph: several ready-set words and column blocks at the default width
+    big = random_problem(rng, 70, p=0.05, k=6, multi=True, params=True, memory=True)
+    spec = fused_spec(jp.decoder.problem_spec(big))
+    _, g = device_graph(big, spec)
+    X = np.zeros((64, spec.width), np.float32)
+    fn = jax.jit(lambda g, X: score_prio(spec, g, X, tau=3.0, indexed=indexed,
+                                         interpret=False))
+    text = fn.trace(g, X).lower(lowering_platforms=("cuda",)).as_text()
+    assert spec.N == 128 and "jaxplace_sparse_decoder" in text

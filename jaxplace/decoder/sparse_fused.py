@@ -322,8 +322,9 @@ def _kernel(spec: Spec, B: int, indexed: bool, use_tau: bool, column_block: int,
                           "first": jnp.full((T1, B), NONE_SEEN, jnp.int32),
                           "cnt": jnp.zeros((T1, B), jnp.int32)})
         scratch_ref[...] = jnp.zeros(scratch_ref.shape, jnp.int32)
-    words0 = jnp.stack([ready_ref[w * B + lane] for w in range(W)]) if W > 1 else \
-        ready_ref[lane][None, :]
+    words0 = jnp.zeros((W, B), jnp.int32)  # (Triton stacks only two arrays)
+    for w in range(W):
+        words0 = jnp.where(iota_w == w, ready_ref[w * B + lane][None, :], words0)
     carry = (words0, st0, zeros, zeros, zeros, jnp.full((B,), -1, jnp.int32), R0, best0,
              jnp.full((B,), inf, dt), jnp.zeros((B,), bool))
     if use_tau:

@@ -15,8 +15,9 @@ the problems of a group, sharded like it), instead of waiting for a host-side MI
 3. Every moved order is encoded as priorities (minus its position, so Kahn returns
    exactly that order) and the 2N moves of every problem are scored in one decoder
    call; the best strictly improving move is applied (ties: the first in unit order),
-   for `steps` rounds. A cost never gets worse, the result does not depend on the
-   device count or the other problems of the group, and it is deterministic.
+   for at most `steps` rounds (a round without an improving move ends it). A cost
+   never gets worse, the result does not depend on the device count or the other
+   problems of the group, and it is deterministic.
 
 The priorities it returns reproduce the refined order; the caller confirms the cost
 with the float64 reference as for every search answer.
@@ -128,8 +129,8 @@ def refine_one(spec: Spec, impl: str, steps: int, g: DeviceGraph, x: jnp.ndarray
 
     reach = closure(spec, g, order_of(x))
 
-    def rnd(_, st):
-        x, f, applied = st
+    def rnd(st):
+        x, f, applied, i, _ = st
         order = order_of(x)
         U, valid = moves(spec, g, order, reach)
         X = node_priorities(spec, g, U)
@@ -139,9 +140,13 @@ def refine_one(spec: Spec, impl: str, steps: int, g: DeviceGraph, x: jnp.ndarray
         better = c[i] < f
         x = jnp.where(better, X[i], x)
         f = jnp.where(better, c[i], f)
-        return x, f, applied + better.astype(jnp.int32)
+        return x, f, applied + better.astype(jnp.int32), i + 1, better
 
-    return lax.fori_loop(0, steps, rnd, (x, f, jnp.int32(0)))
+    # a round without an improving move leaves the order as it was: later rounds
+    # would repeat it, so the loop stops there (under vmap: when every problem has)
+    x, f, applied, _, _ = lax.while_loop(lambda st: (st[3] < steps) & st[4], rnd,
+                                         (x, f, jnp.int32(0), jnp.int32(0), True))
+    return x, f, applied
 
 
 @partial(jax.jit, static_argnames=("spec", "impl", "steps", "mesh"))
