@@ -160,3 +160,18 @@ def test_progress_bar_has_units_total_and_eta(monkeypatch):
     with ReportBar("search", False, None) as b:
         b.show(Progress(1, 55.0, None, 1.0, "refine-2"))
     assert "search (refine-2): 1 evaluations" in err.getvalue()
+
+
+def test_named_method_header_says_what_the_method_did():
+    from jaxplace.cli.cmd_partition import _header
+
+    problem = jp.Problem(jp.generators.transformer(layers=2), 2)
+    kept = types.SimpleNamespace(method="brkga", evaluations=301, elapsed=1.0, stopped=None,
+                                 info={"found_by": "dfs", "first_solution": "dfs",
+                                       "method_best": 57.5658})
+    line = _header("t.json", problem, kept)
+    assert "method=brkga (its best, 57.5658, did not beat its dfs start" in line
+    assert "found by dfs" not in line
+    own = types.SimpleNamespace(method="brkga", evaluations=301, elapsed=1.0, stopped=None,
+                                info={})
+    assert "did not beat" not in _header("t.json", problem, own)

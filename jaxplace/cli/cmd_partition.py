@@ -206,7 +206,9 @@ def _header(source: str, problem, found) -> str:
     return (f"{source}: n={problem.n} k={problem.k} "
             + (f"cluster={cluster.name} " if cluster is not None else "")
             + f"method={found.method} "
-            + (f"found by {found_by} " if found_by != found.method else "")
+            + (f"(its best, {info['method_best']:.6g}, did not beat its {found_by} start: "
+               f"the plan is that start) " if "method_best" in info else
+               f"found by {found_by} " if found_by != found.method else "")
             + (f"policy={policy} " if policy else "")
             + f"evaluations={found.evaluations} time={found.elapsed:.2f}s"
             + (f" ({found.stopped})" if found.stopped else ""))

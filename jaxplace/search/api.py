@@ -104,7 +104,9 @@ def search(problem: Problem, method: str | None = None, *, budget: int | None = 
                                      wall_time=result.wall_time, history=result.history,
                                      interrupted=result.interrupted,
                                      info={**result.info, "first_solution": label,
-                                           "found_by": label})
+                                           "found_by": label,
+                                           # what the named method itself reached
+                                           "method_best": float(result.cost)})
     return result
 
 
