@@ -97,7 +97,7 @@ def _oracle(graph, k, capacity=math.inf, bandwidth=1.0):
                     cur += d
                     held[s] = max(held[s], cur)
             mem = [graph.size_param[a:b].sum() * factor
-                   + held[s] * w["act_bytes"][a:b].sum()
+                   + held[s] * w["act_bytes"][a:b].sum() + w["act_bytes"][a:b].max()
                    for s, (a, b) in enumerate(zip(starts, ends, strict=True))]
             ranks = tl.stage_rank
             rank_mem = np.bincount(ranks, weights=mem)
@@ -166,7 +166,21 @@ def test_in_flight_memory_follows_the_schedule():
     assert list(c2.in_flight) == [4, 3, 2, 1]  # min(p - i, m)
     act = np.add.reduceat(g2.node_attrs["act_bytes"], [0, 2, 4, 6])
     state = np.add.reduceat(g2.size_param, [0, 2, 4, 6]) * 4.0  # params, grads, Adam
-    np.testing.assert_allclose(c2.memory, state + act * [4, 3, 2, 1], rtol=1e-12)
+    work_set = np.maximum.reduceat(g2.node_attrs["act_bytes"], [0, 2, 4, 6])
+    np.testing.assert_allclose(c2.memory, state + act * [4, 3, 2, 1] + work_set, rtol=1e-12)
+    # the optimizer step's temporaries, and the outputs a stage keeps until backward
+    g3 = _graph(1, 8, {"schedule": "1f1b", "n_microbatches": 5, "step_factor": 50.0,
+                       "held_bytes_per_unit": 2.0}, opt=False)
+    p3 = jp.Problem(g3, 4, objective="training")
+    c3 = p3.objective_impl.evaluate_partition(p3, a)
+    sends = np.asarray([sum(g3.tensor_size[t] for t in range(g3.num_tensors)
+                            if g3.tensor_producer[t] <= 2 * b + 1
+                            and max(g3.consumers(t)) > 2 * b + 1) for b in range(3)])
+    kept = np.append(sends * 2.0, 0.0)
+    step = np.add.reduceat(g3.size_param, [0, 2, 4, 6]) * 54.0
+    np.testing.assert_allclose(c3.memory, np.maximum(
+        state + (act + kept) * [4, 3, 2, 1] + work_set, step), rtol=1e-12)
+    assert np.any(step > state + (act + kept) * [4, 3, 2, 1] + work_set)
 
 
 def test_a_split_block_and_unrunnable_counts():

@@ -207,9 +207,12 @@ def plan_training(module, example_args: Sequence, k: int, opts: TrainingOptions,
     attrs = {"bwd_work": bwd, "weight_work": weight,
              "opt_work": per_segment(op_costs.opt),
              "act_bytes": saved_activation_bytes(module, example_args, fqns,
-                                                 example_kwargs)}
+                                                 example_kwargs, loss_fn=opts.loss_fn,
+                                                 target=opts.target)}
+    # tensor sizes are link seconds (us) on the device: a stage keeps what it sends
     settings = {"schedule": opts.schedule, "n_microbatches": m, "n_virtual": opts.n_virtual,
-                "state_factor": OPTIMIZER_STATE[opts.optimizer]}
+                "state_factor": OPTIMIZER_STATE[opts.optimizer],
+                "held_bytes_per_unit": dev.link_bw / US}
     seg_graph = _with(coarse, fwd, attrs, {"training": settings})
     problem = Problem(seg_graph, int(k) * opts.n_virtual, objective="training",
                       capacity=opts.memory_limit)

@@ -7,9 +7,10 @@ stage's forward_one_chunk, backward_one_chunk and backward_weight_one_chunk), ti
 from the step's start, which every rank takes right after a barrier (so the ranks'
 clocks agree to the barrier's skew); the step ends with the rank's optimizer step,
 and the step time is the slowest rank's. Peak memory per rank: one more step under
-torch.profiler (profile_memory): the bytes of the parameters, gradients and optimizer
-state alive when it starts, plus the highest running sum of the allocations and frees
-the profiler records during the step (op granularity, CPU allocator).
+torch.profiler (profile_memory): the bytes of the parameters and optimizer state
+alive when it starts (gradients freed just before), plus the highest running sum of
+the allocations and frees the profiler records during the step (op granularity, CPU
+allocator).
 
 The processes are spawned: a script that calls `run_pipeline` must do so under
 `if __name__ == "__main__":`, since every spawned process imports the script again.
@@ -39,7 +40,7 @@ from jaxplace.torch.trace import require_torch
 RUNNABLE = ("gpipe", "1f1b", "interleaved-1f1b")
 OPTIMIZERS = ("sgd", "adam")
 MEMORY_METHOD = ("torch.profiler memory events (running sum, op granularity) over "
-                 "the live parameters, gradients and optimizer state")
+                 "the live parameters and optimizer state")
 
 
 @dataclass(frozen=True)
@@ -156,9 +157,10 @@ def _worker(rank: int, job: _Job) -> None:
         def step():
             losses.clear()
             opt.zero_grad(set_to_none=True)
+            # training keeps no merged output (it would hold every microbatch's)
             sched.step(*(job.args if first else ()),
                        target=job.target if last else None,
-                       losses=losses if last else None)
+                       losses=losses if last else None, return_outputs=False)
             opt.step()
 
         for i in range(job.warmup + job.steps):
@@ -173,6 +175,9 @@ def _worker(rank: int, job: _Job) -> None:
             from torch.profiler import ProfilerActivity, profile
 
             dist.barrier()
+            # the profiler sees no free of a block allocated before it started: free
+            # the gradients first, or their reallocation would count twice
+            opt.zero_grad(set_to_none=True)
             base = _state_bytes(params, opt)
             with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
                 step()
@@ -180,7 +185,7 @@ def _worker(rank: int, job: _Job) -> None:
         state = {n: p.detach().clone() for st in stages for n, p in
                  st.submod.named_parameters()}
         torch.save({"times": times[job.warmup:], "logs": logs[job.warmup:], "peak": peak,
-                    "state": state, "losses": [float(x) for x in losses]},
+                    "state": state, "losses": [float(x.detach()) for x in losses]},
                    os.path.join(job.outdir, f"rank{rank}.pt"))
     finally:
         dist.destroy_process_group()

@@ -94,10 +94,12 @@ def _segment_hooks(module, fqns: Sequence[str], on_enter):
 
 
 def saved_activation_bytes(module, example_args: Sequence, fqns: Sequence[str],
-                           example_kwargs: dict | None = None) -> np.ndarray:
+                           example_kwargs: dict | None = None, *, loss_fn=None,
+                           target=None) -> np.ndarray:
     """(len(fqns) + 1,) bytes autograd saves for the backward in each segment of one
     forward (segment s + 1 begins when module fqns[s] is called), each storage once
-    per segment."""
+    per segment. With `loss_fn(output, target)`, the loss's saved tensors and the
+    output itself (the last stage keeps it until its backward) count in the last."""
     import torch
 
     params = {p.untyped_storage().data_ptr() for p in module.parameters()}
@@ -120,12 +122,28 @@ def saved_activation_bytes(module, example_args: Sequence, fqns: Sequence[str],
     try:
         with torch.enable_grad(), torch.autograd.graph.saved_tensors_hooks(pack,
                                                                            lambda t: t):
-            module(*example_args, **(example_kwargs or {}))
+            out = module(*example_args, **(example_kwargs or {}))
+            if loss_fn is not None:
+                loss_fn(out, target)
+                for t in _tensors(out):
+                    seen[-1][t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()
     finally:
         for h in handles:
             h.remove()
         module.train(was_training)
     return np.asarray([float(sum(d.values())) for d in seen])
+
+
+def _tensors(v) -> list:
+    import torch
+
+    if isinstance(v, torch.Tensor):
+        return [v]
+    if isinstance(v, (list, tuple)):
+        return [t for x in v for t in _tensors(x)]
+    if isinstance(v, dict):
+        return [t for x in v.values() for t in _tensors(x)]
+    return []
 
 
 @dataclass(frozen=True)

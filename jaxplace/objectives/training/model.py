@@ -22,7 +22,17 @@ A graph describes one microbatch (nodes in program order, a topological order):
 
 `graph.meta["training"]` (all optional): `schedule` ("1f1b"), `n_microbatches`
 (2 k for a problem of at most k stages: one batch however it is split),
-`n_virtual` (1; chunks per rank), `state_factor` (2.0).
+`n_virtual` (1; chunks per rank), `state_factor` (2.0), `held_bytes_per_unit` (0: the
+bytes per unit of tensor size of the tensors a stage sends on, which it keeps until
+their backward, as torch.distributed.pipelining's stages keep their outputs: a stage
+then holds them for every microbatch in flight), `step_factor` (0: the bytes the
+optimizer step allocates beyond its state, per parameter byte).
+
+A stage's memory is the larger of its backward phase, parameters + gradients +
+optimizer state + the activations (and kept outputs) of every microbatch in flight +
+the backward's working set (the gradients of one node's saved activations: the
+largest node's act_bytes), and its optimizer step, the state + step_factor x the
+parameter bytes.
 
 A partition is a contiguous split of the node order: every block a run of
 consecutive nodes; stages ordered by position. Its cost is the simulated step time
@@ -67,6 +77,8 @@ class TrainingSettings:
     n_microbatches: int | None = None  # None: 2 k (the problem's stage limit)
     n_virtual: int = 1
     state_factor: float = DEFAULT_STATE_FACTOR
+    held_bytes_per_unit: float = 0.0
+    step_factor: float = 0.0
 
     def microbatches(self, k: int) -> int:
         """Microbatches per step of a problem of at most k stages."""
@@ -83,6 +95,7 @@ class TrainingOps:
     opt: np.ndarray
     act: np.ndarray
     state: np.ndarray  # parameter + gradient + optimizer-state bytes
+    step: np.ndarray  # bytes at the optimizer step: the state and its temporaries
     settings: TrainingSettings
 
 
@@ -121,7 +134,8 @@ def settings_of(graph) -> TrainingSettings:
     raw = graph.meta.get(META_KEY) or {}
     if not isinstance(raw, dict):
         raise JaxplaceError("must be a mapping of training settings", field="meta.training")
-    unknown = set(raw) - {"schedule", "n_microbatches", "n_virtual", "state_factor"}
+    unknown = set(raw) - {"schedule", "n_microbatches", "n_virtual", "state_factor",
+                          "held_bytes_per_unit", "step_factor"}
     if unknown:
         raise JaxplaceError(f"unknown setting {sorted(unknown)[0]!r}", field="meta.training")
     s = TrainingSettings(**raw)
@@ -138,10 +152,11 @@ def settings_of(graph) -> TrainingSettings:
     if isinstance(v, bool) or not isinstance(v, int) or v < 1 or (need and v != need):
         raise JaxplaceError(f"schedule {s.schedule!r} cannot run {v!r} chunks per rank",
                             field="meta.training.n_virtual")
-    f = s.state_factor
-    if isinstance(f, bool) or not isinstance(f, int | float) or not (0 <= f < math.inf):
-        raise JaxplaceError(f"must be non-negative and finite, got {f!r}",
-                            field="meta.training.state_factor")
+    for name in ("state_factor", "held_bytes_per_unit", "step_factor"):
+        f = getattr(s, name)
+        if isinstance(f, bool) or not isinstance(f, int | float) or not 0 <= f < math.inf:
+            raise JaxplaceError(f"must be non-negative and finite, got {f!r}",
+                                field=f"meta.training.{name}")
     return s
 
 
@@ -169,7 +184,8 @@ def training_ops(graph) -> TrainingOps:
     opt = _attr(graph, "opt_work", np.zeros(graph.num_nodes))
     act = _attr(graph, "act_bytes", np.zeros(graph.num_nodes))
     return TrainingOps(fwd, bwd, np.minimum(weight, bwd), opt, act,
-                       param * (2.0 + s.state_factor), s)
+                       param * (2.0 + s.state_factor),
+                       param * (2.0 + s.state_factor + s.step_factor), s)
 
 
 def check_contiguous(assignment: np.ndarray) -> tuple[list[int], list[int]]:
@@ -250,8 +266,12 @@ def split_cost(graph, ops: TrainingOps, assignment: np.ndarray, k: int, *,
     held = np.zeros(n_stages, np.int64)
     if not why:
         held = np.asarray(stage_in_flight(st.schedule, n_stages, m, st.n_virtual))
-    memory = np.asarray([ops.state[s].sum() + ops.act[s].sum() * h
-                         for s, h in zip(seg, held, strict=True)])
+    kept = np.zeros(n_stages)  # the outputs a stage keeps per microbatch in flight
+    if st.held_bytes_per_unit and n_stages > 1:
+        kept[:-1] = boundary_sends(graph, starts, 1.0) * st.held_bytes_per_unit
+    memory = np.asarray([max(ops.state[s].sum() + (ops.act[s].sum() + kept[i]) * h
+                             + ops.act[s].max(initial=0.0), ops.step[s].sum())
+                         for i, (s, h) in enumerate(zip(seg, held, strict=True))])
     where = stage_rank(st.schedule, max(n_stages // st.n_virtual, 1), st.n_virtual) \
         if not why else list(range(n_stages))
     rank_mem = np.bincount(where, weights=memory, minlength=max(where) + 1)
