@@ -231,7 +231,8 @@ def test_plan_pipeline_takes_a_profile_file(tmp_path):
 @pytest.mark.parametrize("argv, msg", [
     (["--models", "gpt,nope"], "unknown models ['nope']"),
     (["--ks", "2,x"], "--ks"), (["--ks", "0"], "--ks"),
-    (["--base", "nodevice"], "unknown device"), (["--models", "gpt", "--loo"], "--loo")])
+    (["--base", "nodevice"], "unknown device"), (["--models", "gpt", "--loo"], "--loo"),
+    (["--loop", "nope"], "unknown model 'nope'"), (["--loop", "gpt", "-k", "1"], "-k")])
 def test_calibrate_cli_refuses_bad_input(tmp_path, capsys, argv, msg):
     out = tmp_path / "p.json"
     assert main(["calibrate", "-o", str(out), "--no-micro", *argv]) == 2
@@ -251,3 +252,34 @@ def test_calibrate_cli_writes_a_profile_plans_accept(tmp_path, capsys):
     fitted = json.loads(out.read_text())["calibration"]["fitted"]
     assert all(math.isfinite(v) and v > 0 for v in fitted.values())
     assert prof.launch_s == fitted["launch_s"]
+
+
+def _regret_case():
+    from types import SimpleNamespace
+
+    from jaxplace.torch import from_torch, module_boundaries
+
+    m, args = _mlp()
+    prof = with_params(get_device("cpu"), [3e10, 4e9, 5e9, 2e-5, 7e-5], name="p",
+                       calibration={})
+    _, ops = from_torch(m, args, device=prof)
+    fqns = list(module_boundaries(ops).values())
+
+    def plan(start):
+        return SimpleNamespace(stage_starts=("", start), schedule="gpipe",
+                               n_microbatches=4, n_virtual=1)
+
+    return m, args, prof, fqns, plan
+
+
+def test_regret_is_zero_for_the_best_split_and_positive_for_a_worse_one():
+    from jaxplace.calibrate import regret
+
+    m, args, prof, fqns, plan = _regret_case()
+    by_split = {f: regret(m, args, plan(f), prof, sigma=0.0, samples=1)[0] for f in fqns}
+    assert min(by_split.values()) == 0.0  # the best split loses nothing to itself
+    assert max(by_split.values()) > 0.0 and all(v >= 0 for v in by_split.values())
+    best = min(by_split, key=by_split.get)
+    mean, worst = regret(m, args, plan(best), prof, sigma=0.3, samples=20, seed=1)
+    assert 0.0 <= mean <= worst
+    assert regret(m, args, plan(best), prof, sigma=0.3, samples=20, seed=1) == (mean, worst)

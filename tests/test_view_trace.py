@@ -124,3 +124,30 @@ def test_dict_events_and_file(tmp_path):
 def test_bad_timelines_are_one_clear_error(bad):
     with pytest.raises(jp.JaxplaceError, match="measured"):
         chrome_trace(measured=bad)
+
+
+@pytest.mark.heavy
+def test_trace_of_a_real_training_run_beside_its_prediction():
+    """A 2-process run (gloo) of a tiny MLP: its measured events (one clock, barrier-
+    aligned) and the predicted schedule in one valid trace; a rank's events never
+    overlap in either."""
+    torch = pytest.importorskip("torch")
+    from jaxplace.calibrate import measure_step
+    from jaxplace.torch import plan_pipeline
+    from jaxplace.torch.models import UnequalMLP
+
+    torch.manual_seed(0)
+    m = UnequalMLP(widths=(32, 64, 16, 48, 8)).eval()
+    x = torch.randn(4, 32)
+    plan = plan_pipeline(m, (x,), k=2, device="cpu", train=True, schedule="1f1b",
+                         n_microbatches=2, optimizer="sgd")
+    run = measure_step(plan, m, (torch.cat([x, x]),), steps=1)
+    trace = chrome_trace(plan.timeline, run.events)
+    check_schema(trace)
+    for pid in PIDS.values():
+        xs = _complete(trace, pid)
+        assert xs
+        for rank in {e["tid"] for e in xs}:
+            ev = sorted((e["ts"], e["ts"] + e["dur"]) for e in xs if e["tid"] == rank)
+            assert all(b[0] >= a[1] - 1e-3 for a, b in zip(ev, ev[1:]))
+    assert {e["args"]["kind"] for e in _complete(trace, PIDS["measured"])} >= {"F", "B"}
