@@ -137,8 +137,8 @@ def test_islands_part_sweeps_shapes_and_decoders(monkeypatch, tmp_path):
 
     calls = []
 
-    def fake_row(count, seed, shape, cpp, impl="auto"):
-        calls.append((shape, impl, cpp))
+    def fake_row(count, seed, shape, cpp, impl="auto", polish=None, refine_steps=None):
+        calls.append((shape, impl, cpp, polish, refine_steps))
         if impl == "fused" and shape[2] == 3:
             raise RuntimeError("kernel refused")
         return dict(count=count, islands=shape[0], population=shape[1],
@@ -166,6 +166,66 @@ def test_islands_part_sweeps_shapes_and_decoders(monkeypatch, tmp_path):
     assert "kernel refused" in rows[4]["error"] and "error" not in rows[5]
     md = (tmp_path / "bench_gpu.md").read_text()
     assert "2 x 8 x 20" in md and "kernel refused" in md and "C++ brkga-10000" in md
+    assert {(c[3], c[4]) for c in calls} == {(None, None)}  # the library's defaults
+
+
+def test_islands_rows_cross_polish_and_refinement(monkeypatch, tmp_path):
+    """--island-polish x --refine-steps: one row each, passed through; bad values are
+    one-line errors naming the option."""
+    import argparse
+
+    from jaxplace.bench import gpu
+    from jaxplace.errors import JaxplaceError
+
+    calls = []
+
+    def fake_row(count, seed, shape, cpp, impl="auto", polish=None, refine_steps=None):
+        calls.append((polish, refine_steps))
+        return dict(count=count, islands=shape[0], population=shape[1],
+                    generations=shape[2], budget=1, impl=impl, impl_used="lanes",
+                    polish="auto" if polish is None else ("on" if polish else "off"),
+                    refine_steps=refine_steps or 0, refined=0, evaluations=1.0,
+                    cold_s=2.0, warm_s=1.0, compile_s=1.0, costs=[1.0], repeatable=True)
+
+    monkeypatch.setattr(gpu, "islands_row", fake_row)
+    monkeypatch.setattr(gpu, "cpp_costs", lambda count, seed: dict(skipped="no g++"))
+    p = argparse.ArgumentParser()
+    gpu.add_arguments(p)
+    args = p.parse_args(["--size", "tiny", "--parts", "islands", "--out", str(tmp_path),
+                         "--island-polish", "off,auto", "--refine-steps", "0,16"])
+    assert gpu.run(args) == 0
+    assert calls == [(False, 0), (False, 16), (None, 0), (None, 16)]
+    md = (tmp_path / "bench_gpu.md").read_text()
+    assert "device refinement rounds" in md and "16 (0 improved)" in md
+    for flag, bad in (("--island-polish", "maybe"), ("--refine-steps", "-1")):
+        args = p.parse_args(["--size", "tiny", "--parts", "islands", "--out",
+                             str(tmp_path / "x"), flag, bad])
+        with pytest.raises(JaxplaceError, match=flag):
+            gpu.run(args)
+        assert not (tmp_path / "x").exists()
+
+
+def test_cpu_suite_part_runs_the_worker_on_cpus(monkeypatch):
+    """The CPU's figure: bench batch's worker under JAX_PLATFORMS=cpu, the variable
+    restored after."""
+    import os
+
+    from jaxplace.bench import batch, gpu, search_time
+
+    seen = []
+
+    def fake_many(args):
+        seen.append(os.environ.get("JAX_PLATFORMS"))
+        return dict(total_s=1.0, import_s=0.1, cold_s=0.9, warm_s=0.5, programs_compiled=1,
+                    costs=[2.0], warm_costs=[2.0], devices=1)
+
+    monkeypatch.setattr(batch, "_run_many", fake_many)
+    monkeypatch.setattr(search_time, "run_cpp",
+                        lambda args, ks: dict(total_s=2.0, build_s=0.0, costs=[2.0]))
+    monkeypatch.setenv("JAX_PLATFORMS", "gpu")
+    out = gpu.suite_rows(1, 0, platform="cpu")
+    assert seen == ["cpu"] and os.environ["JAX_PLATFORMS"] == "gpu"
+    assert out["mode"] == "default" and out["platform"] == "cpu" and out["repeatable"]
 
 
 @pytest.mark.parametrize("text", ["4x1024", "4x1024x", "0x8x2", "4x2x2", "axbxc"])
