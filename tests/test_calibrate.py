@@ -283,3 +283,33 @@ def test_regret_is_zero_for_the_best_split_and_positive_for_a_worse_one():
     mean, worst = regret(m, args, plan(best), prof, sigma=0.3, samples=20, seed=1)
     assert 0.0 <= mean <= worst
     assert regret(m, args, plan(best), prof, sigma=0.3, samples=20, seed=1) == (mean, worst)
+
+
+def test_from_jax_and_the_cli_take_a_profile_file(tmp_path, capsys):
+    import jax.numpy as jnp
+
+    prof = with_params(get_device("cpu"), [3e10, 4e9, 5e9, 2e-5, 7e-5], name="fitted",
+                       calibration={})
+    path = tmp_path / "fitted.json"
+    save_profile(prof, path)
+
+    def f(w, x):
+        return jnp.tanh(x @ w) @ w.T
+
+    w, x = jnp.ones((64, 64)), jnp.ones((8, 64))
+    by_path = jp.from_jax(f, w, x, device=str(path))
+    direct = jp.from_jax(f, w, x, device=prof)
+    np.testing.assert_allclose(by_path.work, direct.work)
+    assert by_path.meta["device"]["name"] == "fitted"
+    # the CLI's --device: a graph from a JAX function is what `import` writes; the flag
+    # is checked for every input, so `info` on a JSON graph reads the profile too
+    g = tmp_path / "g.json"
+    g.write_text(json.dumps({"directed": True, "multigraph": False, "graph": {},
+                             "nodes": [{"id": 0, "work": 1.0}, {"id": 1, "work": 2.0}],
+                             "links": [{"source": 0, "target": 1}]}))
+    assert main(["info", str(g), "--device", str(path)]) == 0
+    bad = tmp_path / "bad.json"
+    bad.write_text("{}")
+    capsys.readouterr()
+    assert main(["info", str(g), "--device", str(bad)]) == 2
+    assert "format" in capsys.readouterr().err
