@@ -21,23 +21,32 @@ from jaxplace.calibrate.api import (
 from jaxplace.calibrate.costs import OpTable, op_table, send_times, stage_times
 from jaxplace.calibrate.fit import StageSample, fit_profile
 from jaxplace.calibrate.measure import StageTimes, stage_modules, time_plan, time_stages
+from jaxplace.calibrate.loop import LoopReport, LoopRound, closed_loop, regret
 from jaxplace.calibrate.micro import MicroResult, run_microbenchmarks
+from jaxplace.calibrate.step import StepPrediction, measure_step, predict_step
 
 __all__ = [
     "HeldOut",
+    "LoopReport",
+    "LoopRound",
     "MicroResult",
     "ModelMeasurement",
     "OpTable",
     "StageSample",
     "StageTimes",
+    "StepPrediction",
     "builtin_models",
     "calibrate",
+    "closed_loop",
     "fit_measured",
     "fit_profile",
     "leave_one_out",
     "measure_model",
     "measure_models",
+    "measure_step",
     "op_table",
+    "predict_step",
+    "regret",
     "run_microbenchmarks",
     "send_times",
     "stage_modules",

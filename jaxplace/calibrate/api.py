@@ -64,16 +64,18 @@ class ModelMeasurement:
 
 def measure_model(name: str, module, args: Sequence, *, ks: Sequence[int] = (2, 3, 4),
                   device: str | DeviceProfile = "cpu", repeats: int = 7,
-                  warmup: int = 3) -> ModelMeasurement:
+                  warmup: int = 3, clock: str = "cpu") -> ModelMeasurement:
     """Plan `module` at every k of `ks` (module boundaries, `device`'s roofline) and
     time each plan's stages: the samples a fit reads. Times are the best of `repeats`
-    rounds (the least disturbed by other processes)."""
+    rounds (the least disturbed by other processes), on `clock` ("cpu": the thread's
+    CPU time, "wall": wall time, which counts a busy machine's waits)."""
     from jaxplace.torch import plan_pipeline
 
     samples, plans = [], []
     for k in ks:
         plan = plan_pipeline(module, tuple(args), k=int(k), device=device)
-        st = time_plan(plan, module, tuple(args), repeats=repeats, warmup=warmup)
+        st = time_plan(plan, module, tuple(args), repeats=repeats, warmup=warmup,
+                       clock=clock)
         table = op_table(plan.graph, plan.split.assignment)
         samples.append(StageSample(table, st.fwd_all.min(0), st.bwd_all.min(0), name))
         plans.append(plan)

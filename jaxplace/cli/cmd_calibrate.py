@@ -32,6 +32,14 @@ def add_arguments(p) -> None:
     p.add_argument("--loo", action="store_true",
                    help="also report leave-one-model-out errors")
     p.add_argument("--name", default="measured", help="the profile's name")
+    p.add_argument("--loop", metavar="MODEL",
+                   help="instead of fitting a profile: the closed loop on a built-in model "
+                   "(gpt, cnn, mlp): plan with --base, run (gloo processes), time its "
+                   "stages, refit the overheads, replan, run; per stage predicted vs "
+                   "measured before and after, and the replanned split's regret; -o gets "
+                   "the refitted profile")
+    p.add_argument("-k", type=int, default=2, help="--loop: pipeline stages (processes)")
+    p.add_argument("--microbatches", type=int, default=4, help="--loop: per step")
 
 
 def _ints(text: str, field: str) -> list[int]:
@@ -45,6 +53,27 @@ def _ints(text: str, field: str) -> list[int]:
     if not out or min(out) < 1:
         raise JaxplaceError("must list stage counts >= 1", field=field)
     return out
+
+
+def _loop(args, known, base, out) -> int:
+    from jaxplace.calibrate import closed_loop
+    from jaxplace.calibrate.micro import run_microbenchmarks
+    from jaxplace.errors import JaxplaceError
+    from jaxplace.importers.devices import save_profile
+
+    if args.loop not in known:
+        raise JaxplaceError(f"unknown model {args.loop!r}; known: {', '.join(known)}",
+                            field="--loop")
+    if args.k < 2 or args.microbatches < 1:
+        raise JaxplaceError("--loop needs -k >= 2 and --microbatches >= 1", field="-k")
+    micro = None if args.no_micro else run_microbenchmarks(link=not args.no_link)
+    module, margs = known[args.loop]()
+    report = closed_loop(module, margs, args.k, profile=base, micro=micro,
+                         n_microbatches=args.microbatches)
+    print(report.table())
+    save_profile(report.second.profile, out)
+    print(f"wrote {out}")
+    return 0
 
 
 def run(args) -> int:
@@ -73,6 +102,8 @@ def run(args) -> int:
                             field="--models")
     if args.loo and len(names) < 2:
         raise JaxplaceError("--loo needs at least 2 models", field="--models")
+    if args.loop is not None:
+        return _loop(args, known, base, out)
     micro = None if args.no_micro else run_microbenchmarks(link=not args.no_link)
     if micro is not None:
         print(f"microbenchmarks: matrix {micro.matrix_flops / 1e9:.4g} GFLOP/s, vector "

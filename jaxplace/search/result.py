@@ -97,5 +97,12 @@ class Result:
                 f"ratio={self.ratio:.4f}, evaluations={self.evaluations}, "
                 f"wall_time={self.wall_time:.2f}s)")
 
+    def _repr_html_(self) -> str:
+        """Notebooks show the plan (`jaxplace.view`; its costs per stage need the
+        problem: `view.html(result, problem=problem)`)."""
+        import importlib
+
+        return importlib.import_module("jaxplace.view").html_fragment(self)
+
 
 __all__ = ["History", "Result"]

@@ -288,8 +288,12 @@ _BY_FORMAT = {"jaxplace-result/1": _throughput, "jaxplace-hetero-result/1": _het
 
 
 def _unit(graph: CompGraph | None) -> str:
-    units = str((graph.meta if graph is not None else {}).get("units", ""))
-    return "us" if units.startswith("work and size_out in us") else ""
+    """"us" where the graph says its times are microseconds (the importers' and the
+    generators' graphs), else "" (the graph's own unit)."""
+    meta = graph.meta if graph is not None else {}
+    units = str(meta.get("units", ""))
+    return "us" if units.startswith("work and size_out in us") or \
+        meta.get("time_unit") == "us" else ""
 
 
 def from_result_dict(data: dict, graph: CompGraph | None = None, *,

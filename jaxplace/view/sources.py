@@ -2,8 +2,9 @@
 
 Accepted: a result JSON path or dict (every objective), a `Problem` with a search
 `Result` / `Partition` / block array (`problem=`), a search `Result` alone (its stages'
-sizes and cost), a `Certificate` (its ladder), a torch `PipelinePlan` (recognized by
-its fields, so this module never imports torch), and, for any of them, a schedule
+sizes and cost), a `Certificate` (its ladder), a torch `PipelinePlan` or training plan
+(`plan_pipeline(..., train=True)`; both recognized by their fields, so this module
+imports torch only for a training plan's module boundaries), and, for any of them, a schedule
 timeline (`timeline=`: the simulator's `ScheduleTimeline` or anything with `events`
 of rank, stage, microbatch, kind, start, end in seconds) drawn as the plan's timeline.
 """
@@ -84,6 +85,43 @@ def _from_pipeline_plan(plan: Any) -> PlanView:
         ladder=ladder, upper_bound=float(s.bottleneck), notes=tuple(plan.notes))
 
 
+def _is_training_plan(obj: Any) -> bool:
+    return all(hasattr(obj, a) for a in ("stage_fwd", "stage_bwd", "stage_starts",
+                                           "timeline", "ops"))
+
+
+def _from_training_plan(plan: Any) -> PlanView:
+    """A torch training plan: per stage fwd + bwd and sends (seconds), memory under the
+    schedule, the simulated step as the timeline; ops in program order coloured by the
+    stage whose module boundary precedes them."""
+    from jaxplace.torch import module_boundaries
+
+    ops = list(plan.ops)
+    pos = {f: p for p, f in module_boundaries(ops).items()}
+    firsts = sorted({0, *(pos[f] for f in plan.stage_starts if f in pos)})
+    node_stage = np.searchsorted(np.asarray(firsts), np.arange(len(ops)), side="right") - 1
+    send = list(np.asarray(plan.send, float)) + [0.0]
+    k = len(plan.stage_starts)
+    stages = tuple(StageView(i, plan.stage_starts[i] or "(start)",
+                             int(np.sum(node_stage == i)),
+                             float(plan.stage_fwd[i] + plan.stage_bwd[i]),
+                             send[i - 1] if i else 0.0, send[i], 0.0,
+                             float(plan.stage_fwd[i] + plan.stage_bwd[i] + send[i]),
+                             float(plan.stage_memory[i])) for i in range(k))
+    lb = float(plan.lower_bound)
+    return PlanView(
+        title=f"torch training plan ({plan.schedule}, {plan.n_microbatches} microbatches)",
+        objective=f"training step ({plan.costs} costs, {plan.optimizer})",
+        cost_name="step", cost=float(plan.step_time), lower_bound=lb, unit="s",
+        stages=stages, bottleneck=int(np.argmax([s.total for s in stages])),
+        node_stage=node_stage.astype(np.int64), node_depth=np.arange(len(ops)),
+        node_labels=tuple(o.name for o in ops), edges=np.zeros((0, 2), np.int64),
+        ladder=(RungView("training bound", lb, "optimal" if plan.proved_optimal
+                         else "bound", 0.0),), upper_bound=float(plan.step_time),
+        timeline=timeline_events(plan.timeline),
+        timeline_title=f"simulated step ({plan.schedule})", notes=tuple(plan.notes))
+
+
 def _from_certificate(cert: Any) -> PlanView:
     d = cert.to_dict()
     rungs = tuple(RungView(str(r["name"]), _f(r.get("bound")), str(r.get("status", "")),
@@ -152,6 +190,8 @@ def plan_view(obj: Any, *, problem: Any = None, certificate: Any = None,
                        notes=())
     elif _is_pipeline_plan(obj):
         view = _from_pipeline_plan(obj)
+    elif _is_training_plan(obj):
+        view = _from_training_plan(obj)
     elif hasattr(obj, "to_dict") and hasattr(obj, "results") and hasattr(obj, "lower_bound"):
         view = _from_certificate(obj)
     elif hasattr(obj, "partition") and hasattr(obj, "cost"):
