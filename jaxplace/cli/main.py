@@ -35,6 +35,7 @@ COMMANDS = {
     "warmup": "jaxplace.cli.cmd_warmup",
     "spatial": "jaxplace.cli.cmd_spatial",
     "view": "jaxplace.cli.cmd_view",
+    "calibrate": "jaxplace.cli.cmd_calibrate",
 }
 
 EXIT_BAD_INPUT = 2
