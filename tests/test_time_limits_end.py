@@ -37,7 +37,7 @@ from jaxplace.cli.runner import Clock, exit_reserve, process_elapsed, worker_ali
 #: late search (DEADLINE_GRACE 0.5 s) and a HiGHS solve's or a chunk's step past its
 #: clock under CI's load (two test workers on two cores). Everything else, Python's
 #: start-up and the imports included, counts inside the limit (measured in
-#: experiments/time_limit_ends.md).
+#: experiments/reliability.md).
 ALLOWANCE = 1.5
 #: Past its imports, a command whose limit they used up still takes this long: the
 #: search's 0.1 s floor and the runner's 0.5 s grace, the DFS cut decoded, the simple
