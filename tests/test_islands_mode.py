@@ -69,15 +69,16 @@ def test_results_are_valid_and_say_their_mode(islands_run):
 
 
 def test_equals_island_search_directly(islands_run):
-    """search_many = island_search with the bucket's shape and window, seed + index,
-    the heuristic starts and the lower bounds as targets."""
+    """search_many = island_search with the bucket's shape and window, the call's seed
+    for every problem (island_search offsets it by the place in its own list: one
+    problem per call), the heuristic starts and the lower bounds as targets."""
     probs, rs = islands_run
     prepared = [prepare(p, i, coupled=False) for i, p in enumerate(probs)]
     (b,) = plan_buckets([m.cls for m in prepared], 1)
     s = IslandSettings(**OPTS, window=b.window)
-    direct = island_search(probs, generations=generations_of(BUDGET, s), seed=5,
-                           settings=s, spec=b.spec, seeds=[m.x_seed for m in prepared],
-                           targets=[m.lower_bound * (1 + 1e-6) for m in prepared])
+    direct = [island_search([m.problem], generations=generations_of(BUDGET, s), seed=5,
+                            settings=s, spec=b.spec, seeds=[m.x_seed],
+                            targets=[m.lower_bound * (1 + 1e-6)])[0] for m in prepared]
     for m, r, ir in zip(prepared, rs, direct, strict=True):
         assert r.evaluations == ir.evaluations and r.info["generations"] == ir.generations
         np.testing.assert_array_equal(r.history.best, ir.history)
