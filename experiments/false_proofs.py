@@ -9,6 +9,8 @@ nothing from jaxplace's cost code. A false proof: a lower bound above the optimu
     python experiments/false_proofs.py --unguarded      # the MIP start unconfirmed, no
                                                         # cross-check (the old behaviour)
     python experiments/false_proofs.py --random 300     # also 300 seeded random instances
+    python experiments/false_proofs.py --tight 300      # and 300 shaped like the defect
+    python experiments/false_proofs.py --near 300       # and 300 two changes from it
 """
 
 from __future__ import annotations
@@ -106,6 +108,29 @@ def random_cases(count, seed):
                "memory": None if rng.random() < 0.5 else float(rng.integers(1, 5))}
 
 
+def tight_cases(count, seed):
+    """Random instances shaped like the defect's: one op holds all the work, so the
+    optimum often equals the simple bound (the case HiGHS's presolve settles)."""
+    rng = np.random.default_rng(seed)
+    for c in random_cases(count, seed + 1):
+        work = [0] * len(c["work"])
+        work[int(rng.integers(len(work)))] = int(rng.integers(1, 5))
+        yield {**c, "work": work, "memory": None}
+
+
+def near_cases(count, seed, changes=2):
+    """The defect's instance with `changes` random values changed (work, size_param,
+    size_out entries in 0..4, a block of the partition)."""
+    rng = np.random.default_rng(seed)
+    for _ in range(count):
+        c = {"work": list(WORK), "param": list(PARAM), "out": list(OUT), "edges": EDGES,
+             "k": 3, "part": list(PART)}
+        for _ in range(changes):
+            key = ["work", "param", "out", "part"][int(rng.integers(4))]
+            c[key][int(rng.integers(4))] = int(rng.integers(0, 3 if key == "part" else 5))
+        yield c
+
+
 def scan(cases, methods):
     probes = false = refuted = skipped = 0
     for c in cases:
@@ -129,19 +154,32 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--unguarded", action="store_true",
                     help="no confirming solve without the MIP start, no cross-check")
+    ap.add_argument("--no-confirm", action="store_true",
+                    help="no confirming solve (the cross-check alone)")
+    ap.add_argument("--no-crosscheck", action="store_true",
+                    help="no cross-check (the confirming solve alone)")
     ap.add_argument("--random", type=int, default=0, help="random instances too")
+    ap.add_argument("--tight", type=int, default=0,
+                    help="random instances with all the work on one op too")
+    ap.add_argument("--near", type=int, default=0,
+                    help="the defect's instance with two random values changed")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
-    if args.unguarded:
-        import jaxplace.bounds.certificate as certificate
-        import jaxplace.bounds.exact as exact
+    import jaxplace.bounds.certificate as certificate
+    import jaxplace.bounds.exact as exact
 
+    if args.unguarded or args.no_confirm:
         solve = exact.exact_bound
         exact.exact_bound = lambda *a, **kw: solve(*a, **{**kw, "confirm": False})
+    if args.unguarded or args.no_crosscheck:
         certificate.check_rungs = lambda problem, results, ub, source: (results, [])
     sets = [("one-value variations", list(variations()))]
     if args.random:
         sets.append((f"random (seed {args.seed})", list(random_cases(args.random, args.seed))))
+    if args.tight:
+        sets.append((f"tight (seed {args.seed})", list(tight_cases(args.tight, args.seed))))
+    if args.near:
+        sets.append((f"near (seed {args.seed})", list(near_cases(args.near, args.seed))))
     print("| instances | ladder | probes | false proofs | with a note | skipped (cyclic "
           "partition) | s |")
     print("|---|---|---|---|---|---|---|")
