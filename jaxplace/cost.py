@@ -14,7 +14,7 @@ import numpy as np
 from jaxplace.errors import JaxplaceError
 from jaxplace.objectives.api import simple_lower_bound
 from jaxplace.problem import Problem
-from jaxplace.units import ordering_edges
+from jaxplace.units import ordering_edges, sorted_unique, unique_pairs
 
 
 @dataclass(frozen=True, eq=False)
@@ -119,7 +119,7 @@ def quotient_order(problem: Problem, a: np.ndarray) -> np.ndarray:
     edges = ordering_edges(g)
     bu, bv = a[edges[:, 0]], a[edges[:, 1]]
     cross = bu != bv
-    qe = np.unique(np.stack([bu[cross], bv[cross]], axis=1), axis=0)
+    qe = unique_pairs(bu[cross], bv[cross])
     indeg = np.bincount(qe[:, 1], minlength=k) if len(qe) else np.zeros(k, dtype=np.int64)
     succ = [[] for _ in range(k)]
     for x, y in qe:
@@ -195,12 +195,12 @@ def partition_costs(problem: Problem, assignment, *, contiguous: bool = True
     io_out = np.zeros(k)
     if g.num_tensors:
         t_of = np.repeat(np.arange(g.num_tensors), np.diff(g.tensor_ptr))
-        pairs = np.unique(np.stack([t_of, a[g.tensor_consumers]], axis=1), axis=0)
+        pairs = unique_pairs(t_of, a[g.tensor_consumers])
         t, b = pairs[:, 0], pairs[:, 1]
         prod_block = a[g.tensor_producer[t]]
         away = b != prod_block
         np.add.at(io_in, b[away], g.tensor_size[t[away]] / B)
-        leaving = np.unique(t[away])
+        leaving = sorted_unique(t[away])
         np.add.at(io_out, a[g.tensor_producer[leaving]], g.tensor_size[leaving] / B)
     overflow = np.zeros(k)
     if problem.memory is not None:

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from jaxplace.errors import JaxplaceError
+from jaxplace.units import unique_pairs
 
 # Node attributes with a meaning in jaxplace; anything else on a networkx node is kept
 # in `node_attrs` only when it is numeric and present on every node.
@@ -119,7 +120,7 @@ class CompGraph:
             t_edges = [(int(p), int(c)) for p, _, cs in tensors for c in cs]
             e = np.concatenate([e, np.asarray(t_edges, dtype=np.int64).reshape(-1, 2)])
         self._check_edges(e)
-        e = np.unique(e, axis=0) if len(e) else e
+        e = unique_pairs(e[:, 0], e[:, 1]) if len(e) else e
         self.edges = _readonly(e)
         self.num_edges = len(e)
         self.succ_ptr, self.succ_idx = _csr(e[:, 0], e[:, 1], n)

@@ -24,7 +24,7 @@ from jaxplace.errors import JaxplaceError
 from jaxplace.graph import CompGraph
 from jaxplace.orders import dfs_order
 from jaxplace.problem import Problem
-from jaxplace.units import ordering_edges
+from jaxplace.units import ordering_edges, sorted_unique
 
 #: Stop coarsening at this many clusters (the coarse search's size).
 COARSEST_UNITS = 1000
@@ -92,7 +92,10 @@ def quotient(problem: Problem, cluster: np.ndarray, m: int) -> Problem:
     pc = cluster[g.tensor_producer]
     cc = cluster[g.tensor_consumers]
     away = cc != pc[t_of]
-    pairs = np.unique(np.stack([t_of[away], cc[away]], axis=1), axis=0)
+    # (tensor, consumer cluster) pairs, sorted and unique: one integer key each (a
+    # row-wise unique sorts ~10x slower at half a million edges)
+    key = sorted_unique(t_of[away] * m + cc[away])
+    pairs = np.stack([key // m, key % m], axis=1)
     tensors = []
     if len(pairs):
         starts = np.flatnonzero(np.r_[True, pairs[1:, 0] != pairs[:-1, 0]])

@@ -45,7 +45,12 @@ class RefineStats:
 
 
 class BlockState:
-    """Block costs of a partition of one level, updated move by move."""
+    """Block costs of a partition of one level, updated move by move.
+
+    Per tensor it keeps how many of its consumers sit in each block, so that a move's
+    transfer change costs O(tensors the cluster touches), not O(their consumers): on
+    a dense graph (a 5,000-op stochastic-block graph, ~100 consumers per tensor) that
+    is the difference between milliseconds and tens of milliseconds per move."""
 
     def __init__(self, problem: Problem, assignment: np.ndarray):
         g = problem.graph
@@ -64,14 +69,17 @@ class BlockState:
         self.size = (g.tensor_size / problem.bandwidth).tolist()
         self.prod = g.tensor_producer.tolist()
         ptr = g.tensor_ptr
-        cons = g.tensor_consumers.tolist()
-        self.cons = [cons[ptr[t]:ptr[t + 1]] for t in range(g.num_tensors)]
-        self.touch = [[] for _ in range(g.num_nodes)]
+        self.ncons = np.diff(ptr).tolist()
+        # (T, blocks) consumers of each tensor per block
+        t_of = np.repeat(np.arange(g.num_tensors), np.diff(ptr))
+        cnt = np.zeros((g.num_tensors, len(self.cost)), np.int64)
+        np.add.at(cnt, (t_of, self.a[g.tensor_consumers]), 1)
+        self.cnt = cnt.tolist()
+        self.outs = [[] for _ in range(g.num_nodes)]
         for t, p in enumerate(self.prod):
-            self.touch[p].append(t)
+            self.outs[p].append(t)
         iptr, itens = g.in_ptr.tolist(), g.in_tensors.tolist()
-        for v in range(g.num_nodes):
-            self.touch[v].extend(itens[iptr[v]:iptr[v + 1]])
+        self.ins = [itens[iptr[v]:iptr[v + 1]] for v in range(g.num_nodes)]
         sp, si = g.succ_ptr.tolist(), g.succ_idx.tolist()
         pp, pi = g.pred_ptr.tolist(), g.pred_idx.tolist()
         self.succ = [si[sp[v]:sp[v + 1]] for v in range(g.num_nodes)]
@@ -83,23 +91,29 @@ class BlockState:
             c += max(0.0, param - self.mem) / self.B
         return math.inf if param > self.cap else c
 
-    def _io(self, t, X, a, v=None, to=None):
-        """Tensor t's transfer cost for block X, with v placed in `to` if given."""
-        def blk(u):
-            return to if u == v else a[u]
-        px = blk(self.prod[t]) == X
-        if px:
-            return self.size[t] if any(blk(c) != X for c in self.cons[t]) else 0.0
-        return self.size[t] if any(blk(c) == X for c in self.cons[t]) else 0.0
-
     def _io_change(self, v: int, to: int) -> tuple[int, float, float]:
-        """(v's block, change of its transfers, change of block `to`'s) if v moved."""
+        """(v's block, change of its transfers, change of block `to`'s) if v moved.
+        A tensor costs a block its size when the block holds its producer and some
+        consumer lies outside, or holds a consumer but not the producer."""
         a = self.a
         A = int(a[v])
         dA = dT = 0.0
-        for t in self.touch[v]:
-            dA += self._io(t, A, a, v, to) - self._io(t, A, a)
-            dT += self._io(t, to, a, v, to) - self._io(t, to, a)
+        for t in self.outs[v]:  # produced by v: the producer leaves A for `to`
+            c, n, s = self.cnt[t], self.ncons[t], self.size[t]
+            dA += (s if c[A] else 0.0) - (s if n > c[A] else 0.0)
+            dT += (s if n > c[to] else 0.0) - (s if c[to] else 0.0)
+        for t in self.ins[v]:  # consumed by v: one consumer leaves A for `to`
+            c, n, s = self.cnt[t], self.ncons[t], self.size[t]
+            pb = a[self.prod[t]]
+            ca, ct = c[A], c[to]
+            if pb == A:
+                dA += (s if n > ca - 1 else 0.0) - (s if n > ca else 0.0)
+            else:
+                dA += (s if ca > 1 else 0.0) - s  # ca >= 1: v itself
+            if pb == to:
+                dT += (s if n > ct + 1 else 0.0) - (s if n > ct else 0.0)
+            else:
+                dT += s - (s if ct else 0.0)
         return A, dA, dT
 
     def score(self, v: int, to: int) -> tuple[float, float]:
@@ -120,6 +134,10 @@ class BlockState:
         self.param[to] += p
         self.io[to] += dT
         self.a[v] = to
+        for t in self.ins[v]:
+            c = self.cnt[t]
+            c[A] -= 1
+            c[to] += 1
         for b in (A, to):
             self.cost[b] = self._block_cost(self.work[b], self.param[b], self.io[b])
 

@@ -5,7 +5,7 @@
 2. A V-cycle coarsens the graph without splitting the incumbent's blocks (so the
    incumbent survives on every level), optionally searches the coarsest level with a
    flat method of `jaxplace.search` (the first cycle only, seeded with the incumbent,
-   COARSE_EVALS evaluations), then refines level by level down to the placement units
+   COARSE_EVALS evaluations; not on a dense coarsest level, DENSE_COARSE_DEGREE), then refines level by level down to the placement units
    (`refine`, REFINE_EVALS evaluations per cluster of a level), keeping the best
    partition by its exact cost. Later cycles re-slice
    perturbed orders of the coarsest level first (ILS_EVALS re-slicings). Cycles
@@ -54,6 +54,12 @@ COARSE_EVALS = 4_000
 COARSE_SHARE = 0.35
 #: Flat method for the coarsest level ("none": skip it).
 COARSE_METHOD = "brkga"
+#: Edges per cluster of the coarsest level above which the flat coarse search is
+#: skipped: on dense graphs its programs compile for about its whole share and score
+#: few candidates (a 5,000-op stochastic-block graph, 907 clusters with 208,000 edges:
+#: 1 evaluation in 22 s), while the boundary moves use that time (8,100 evaluations in
+#: the 60 s without it); REGAL-like graphs of 2,000-5,000 ops have 2-3 per cluster.
+DENSE_COARSE_DEGREE = 32
 #: Re-slicings of perturbed orders on the coarsest level in every V-cycle after the
 #: first (option ils_evals); under a time limit at most ILS_SHARE of the time left.
 ILS_EVALS = 40
@@ -197,7 +203,11 @@ def multilevel_search(req) -> Result:
         top = levels[-1]
         a = np.empty(top.size, np.int64)
         a[top.node_cluster] = to_nodes(base, track.best_a)
-        if cycle == 0 and coarse_method != "none" and len(levels) > 1:
+        dense = top.problem.graph.num_edges > DENSE_COARSE_DEGREE * top.size
+        if cycle == 0 and coarse_method != "none" and len(levels) > 1 and dense:
+            info["coarse"] = {"method": coarse_method, "size": top.size,
+                              "evaluations": 0, "skipped": "dense coarsest level"}
+        elif cycle == 0 and coarse_method != "none" and len(levels) > 1:
             seconds = None if limit is None else min(
                 coarse_share * limit, 0.9 * limit - (time.perf_counter() - req.start))
             before_coarse = track.evaluations

@@ -142,6 +142,12 @@ def _best_so_far(req: SearchRequest, method: str, best: Progress, first: Result 
 
     if first is not None and best.best_cost >= first.cost:
         res = first
+    elif best.partition is not None:  # the search's own (exact) partition: no decode
+        res = Result(cost=float(best.partition.cost), partition=best.partition,
+                     priorities=np.asarray(best.best_x, np.float32),
+                     evaluations=int(best.evaluations), wall_time=0.0,
+                     history=History.empty(), method=best.phase,
+                     lower_bound=req.lower_bound, interrupted=True)
     else:
         res = req.objective.finish(req, best.phase, best.best_x, best.evaluations,
                                    History.empty(), True)
