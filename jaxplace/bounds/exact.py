@@ -174,6 +174,8 @@ def confirm_without_start(problem: Problem, model: BlockModel, res, found, ub: f
     if found2 is not None and evaluate_partition(problem, found2).bottleneck < best:
         found, best = found2, evaluate_partition(problem, found2).bottleneck
     bound = min(float(again.bound), best)
+    if again.status in ("Optimal", "Infeasible") and bound >= best * (1 - PROOF_RTOL):
+        bound = best  # its own optimum, up to the float noise of HiGHS's objective
     status = again.status if again.status != "Infeasible" else res.status
     if bound < res.bound * (1 - mip_rel_gap - PROOF_RTOL):
         finished = again.status in ("Optimal", "Infeasible")
