@@ -138,6 +138,28 @@ def test_latency_reload_refuses_a_malformed_schedule(tmp_path):
     assert err.value.field == "ops[2]" and "\n" not in str(err.value)
 
 
+def test_latency_reload_of_edited_times_is_a_valid_schedule(tmp_path):
+    """Start times edited in the file (every op at 0: overlaps) are only an event
+    order: the reload replays it into a valid schedule, and saving it again writes
+    that schedule, not the file's."""
+    import json
+
+    from jaxplace.latency.instance import validate_schedule
+
+    p = _latency(tiny_graph(6, 6), UNEQUAL)
+    data, path = _milp_result(p, tmp_path)
+    data = json.loads(path.read_text())
+    for op in data["ops"]:
+        op["start"] = 0.0
+    path.write_text(json.dumps(data))
+    part = load_assignment(path, p)
+    sched = jp.evaluate_partition(p, part).schedule
+    validate_schedule(p.latency, sched)
+    again = save_result(tmp_path / "again.json", p, part)
+    assert again["makespan"] == pytest.approx(sched.makespan, rel=1e-12)
+    assert again["makespan"] > max(op["finish"] - op["start"] for op in again["ops"])
+
+
 def test_dfs_tries_every_device_at_k1():
     # the fast device cannot hold the graph; the slow one can
     c = {**UNEQUAL, "devices": [{**UNEQUAL["devices"][0], "memory": 5.0},

@@ -12,18 +12,22 @@ from jaxplace.latency.instance import Schedule
 from jaxplace.latency.reference import critical_path
 from jaxplace.latency.reference import lower_bound as closed_form_bound
 from jaxplace.latency.summary import device_summary, device_table
+from jaxplace.partition import Partition
 
 FORMAT = "jaxplace-latency-result/1"
 
 
 def schedule_of(problem, found) -> Schedule:
     """The Schedule of a search Result, a Schedule, or a Partition / assignment (then
-    its earliest-start schedule, `Objective.evaluate_partition`)."""
+    `Objective.evaluate_partition`'s: the replay of the schedule it carries, else its
+    earliest-start schedule)."""
     if isinstance(found, Schedule):
         return found
     sched = getattr(found, "schedule", None)
-    if isinstance(sched, Schedule):
-        return sched
+    if isinstance(sched, Schedule) and not isinstance(found, Partition):
+        return sched  # a search Result's own schedule
+    # a Partition, a reloaded one too: its schedule replayed (a file's start times may
+    # not be a valid schedule; their replay is)
     part = getattr(found, "partition", found)  # an ndarray's is numpy's sort method
     part = found if callable(part) else part
     return problem.objective_impl.evaluate_partition(problem, part).schedule
