@@ -156,3 +156,24 @@ def test_islands_mode_refinement_never_worsens_its_answer():
         assert b.cost <= a.cost
         got = jp.evaluate_partition(p, b.partition.assignment).bottleneck
         assert b.cost == pytest.approx(got, rel=1e-12)
+
+
+@pytest.mark.heavy
+def test_a_failing_refinement_leaves_the_island_answers(monkeypatch):
+    """An optional step: if it fails (e.g. a device compiler refusing its program),
+    the island answers stand, each result says so, one warning."""
+    from jaxplace.search.many import islands_mode, search_many
+
+    def boom(group, results, steps):
+        raise RuntimeError("refused")
+
+    monkeypatch.setattr(islands_mode, "refine_results", boom)
+    rng = np.random.default_rng(4)
+    probs = [random_problem(rng, n, p=0.15, k=k) for n, k in ((22, 3), (26, 4))]
+    kw = dict(mode="islands", budget=32 * 5, exact=False, polish=False, seed=1,
+              islands=2, population=16, migrate_every=2, max_programs=1)
+    off = search_many(probs, refine_steps=0, **kw)
+    with pytest.warns(RuntimeWarning, match="device refinement failed"):
+        on = search_many(probs, refine_steps=4, **kw)
+    for a, b in zip(off, on, strict=True):
+        assert b.cost == a.cost and "refused" in b.info["refine"]["error"]

@@ -398,7 +398,8 @@ def islands_row(count: int, seed: int, shape: tuple, cpp_costs=None, impl: str =
                generations=generations, budget=budget, impl=impl,
                polish="auto" if polish is None else ("on" if polish else "off"),
                refine_steps=(refined[0]["steps"] if refined else 0),
-               refined=sum(bool(x["improved"]) for x in refined),
+               refined=sum(bool(x.get("improved")) for x in refined),
+               refine_error=next((x["error"] for x in refined if "error" in x), None),
                impl_used=",".join(used) or "-", migrate_every=kw["migrate_every"],
                evaluations=float(np.mean([r.evaluations for r in rs])), cold_s=cold,
                warm_s=warm, compile_s=max(cold - warm, 0.0), costs=costs,
@@ -529,7 +530,9 @@ def islands_markdown(rows: list) -> list[str]:
                       f"{r['cold_s']:.1f}", f"{r['compile_s']:.1f}", f"{r['warm_s']:.1f}",
                       _f(r.get("cost_ratio"), ".4f"),
                       f"bit for bit: {r['repeatable']}"
-                      + ("; compiled by an earlier row" if r.get("compiled_before") else "")])
+                      + ("; compiled by an earlier row" if r.get("compiled_before") else "")
+                      + (f"; refinement failed: {r['refine_error']}"
+                         if r.get("refine_error") else "")])
     lines += [markdown_table(
         ["islands x population x generations", "impl", "ran", "polish",
          "device refinement rounds", "budget / problem",

@@ -205,7 +205,16 @@ def run_group(bucket, part, group: IslandGroup, settings, cancel, start, deadlin
     steps = getattr(group, "refine_steps", 0)
     if steps and not interrupted and not cancel.is_set() and (
             deadline is None or time.perf_counter() < deadline):
-        results, refined = refine_results(group, results, steps)
+        try:
+            results, refined = refine_results(group, results, steps)
+        except Exception as exc:  # noqa: BLE001 - an optional improvement: the island
+            # answers stand, the failure is said in every result's info and warned once
+            import warnings
+
+            said = f"{type(exc).__name__}: {exc}"[:300]
+            warnings.warn(f"device refinement failed, answers unrefined: {said}",
+                          RuntimeWarning, stacklevel=2)
+            refined = [{"steps": int(steps), "error": said}] * len(results)
     times += [time.perf_counter() - start] * (len(group.history) - len(times))
     info = {"mode": "islands", "islands": group.s.islands,
             "population": group.s.population, "migrate_every": group.s.migrate_every,
