@@ -85,11 +85,11 @@ def exact_bound(problem: Problem, assignment=None, *, relax: bool = False,
     (`highs_options`: more HiGHS options, e.g. deterministic node limits).
 
     `confirm`: when the warm-started solve claims that nothing beats its start (and
-    found nothing cheaper), solve again without the start (`confirm_without_start`) and keep that bound: HiGHS
-    1.15's presolve can fix z at its lower bound and then accept the start's image in
-    the presolved model as optimal, returning the start's objective as a proven
-    optimum although a cheaper partition exists. A caller that only wants better
-    partitions, not a bound (the MIP polish), may skip it.
+    found nothing cheaper), solve again without the start and keep that bound
+    (`confirm_without_start`): HiGHS 1.15's presolve can fix z at its lower bound and
+    then accept the start's image in the presolved model as optimal, returning the
+    start's objective as a proven optimum although a cheaper partition exists. A
+    caller that only wants better partitions, not a bound (the MIP polish), may skip it.
 
     Returns:
         (SolveResult, assignment or None, BlockModel): the solve (its `bound` is the dual
@@ -170,9 +170,12 @@ def confirm_without_start(problem: Problem, model: BlockModel, res, found, ub: f
                         threads=threads, mip_rel_gap=mip_rel_gap, start=None,
                         objective_bound=obj_bound, progress=progress,
                         options=highs_options)
-    found2 = model.assignment(again.col_value) if again.col_value is not None else None
-    if found2 is not None and evaluate_partition(problem, found2).bottleneck < best:
-        found, best = found2, evaluate_partition(problem, found2).bottleneck
+    col = res.col_value
+    if again.col_value is not None:
+        found2 = model.assignment(again.col_value)
+        cost2 = evaluate_partition(problem, found2).bottleneck
+        if cost2 < best:
+            found, best, col = found2, cost2, again.col_value
     bound = min(float(again.bound), best)
     if again.status in ("Optimal", "Infeasible") and bound >= best * (1 - PROOF_RTOL):
         bound = best  # its own optimum, up to the float noise of HiGHS's objective
@@ -185,8 +188,7 @@ def confirm_without_start(problem: Problem, model: BlockModel, res, found, ub: f
     gap = 0.0 if bound >= primal else (primal - bound) / primal if primal > 0 else math.inf
     return replace(res, status=status, bound=bound, primal=primal, gap=gap,
                    time=res.time + again.time, nodes=res.nodes + again.nodes,
-                   col_value=again.col_value if again.col_value is not None
-                   else res.col_value, history=res.history + again.history), found
+                   col_value=col, history=res.history + again.history), found
 
 
 @dataclass(frozen=True)
