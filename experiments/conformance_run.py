@@ -44,10 +44,10 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
 from oracles import ORACLES  # noqa: E402
 
 import jaxplace as jp  # noqa: E402
-from jaxplace.bounds.certificate import certify  # noqa: E402
+from jaxplace.bounds import certify  # noqa: E402
 from jaxplace.cluster import cluster_from_dict  # noqa: E402
 from jaxplace.errors import JaxplaceError  # noqa: E402
-from jaxplace.formats.results import load_assignment, save_result  # noqa: E402
+from jaxplace.formats import load_assignment, save_result  # noqa: E402
 from jaxplace.testing import NEAR_UNIFORM, TIGHT, UNEQUAL, UNIFORM, tiny_graph  # noqa: E402
 
 RTOL = 1e-6
