@@ -71,9 +71,12 @@ def test_saved_activations_are_what_autograd_keeps():
     x = torch.randn(5, 8)
     got = saved_activation_bytes(m, (x,), ["1", "2"])
     # linear saves its input (x: 5x8), tanh its output (5x32), the last linear its
-    # input, which is tanh's output: counted in both segments (split between them,
-    # each stage holds its own copy)
-    assert list(got) == [5 * 8 * 4, 5 * 32 * 4, 5 * 32 * 4]
+    # input, which is tanh's output: one storage, counted where it is first saved
+    assert list(got) == [5 * 8 * 4, 5 * 32 * 4, 0.0]
+    # with the loss: its saved tensors and the output (kept by the last stage)
+    got = saved_activation_bytes(m, (x,), ["1", "2"], loss_fn=lambda o, t: (o - t).pow(2)
+                                 .sum(), target=torch.zeros(5, 4))
+    assert got[2] >= 5 * 4 * 4 and got[:2].tolist() == [5 * 8 * 4, 5 * 32 * 4]
 
 
 def test_memory_limit_below_the_fastest_split_moves_the_cut():

@@ -176,7 +176,7 @@ def test_in_flight_memory_follows_the_schedule():
     sends = np.asarray([sum(g3.tensor_size[t] for t in range(g3.num_tensors)
                             if g3.tensor_producer[t] <= 2 * b + 1
                             and max(g3.consumers(t)) > 2 * b + 1) for b in range(3)])
-    kept = np.append(sends * 2.0, 0.0)
+    kept = np.append(sends * 2.0, 0.0) + np.append(0.0, sends * 2.0)  # out + in
     step = np.add.reduceat(g3.size_param, [0, 2, 4, 6]) * 54.0
     np.testing.assert_allclose(c3.memory, np.maximum(
         state + (act + kept) * [4, 3, 2, 1] + work_set, step), rtol=1e-12)

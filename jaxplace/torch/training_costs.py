@@ -18,10 +18,11 @@ gradient and two moments and writes three (7 x the fp32 parameter bytes); SGD re
 two and writes one (3 x).
 
 Activation bytes per microbatch are measured, not derived: one forward with autograd
-on records every tensor autograd saves for the backward (`saved_tensors_hooks`),
-attributed to the segment running when it was saved, each storage once per segment
-(a tensor two segments save counts in both: split between them, each stage holds
-its own copy; in one stage it is counted twice); parameters are not activations.
+on records every tensor autograd saves for the backward (`saved_tensors_hooks`), each
+storage once, in the first segment that saves it; parameters are not activations. A
+tensor that crosses a stage boundary is also held by both stages (the sender keeps
+its outputs, the receiver its inputs until their backward): the training objective
+counts those per boundary (`held_bytes_per_unit`).
 
 `profile_segments` instead measures each segment's forward and backward on this host
 (one thread): the module split at every boundary (torch.distributed.pipelining's
@@ -97,20 +98,21 @@ def saved_activation_bytes(module, example_args: Sequence, fqns: Sequence[str],
                            example_kwargs: dict | None = None, *, loss_fn=None,
                            target=None) -> np.ndarray:
     """(len(fqns) + 1,) bytes autograd saves for the backward in each segment of one
-    forward (segment s + 1 begins when module fqns[s] is called), each storage once
-    per segment. With `loss_fn(output, target)`, the loss's saved tensors and the
-    output itself (the last stage keeps it until its backward) count in the last."""
+    forward (segment s + 1 begins when module fqns[s] is called), each storage once,
+    in the first segment saving it. With `loss_fn(output, target)`, the loss's saved
+    tensors and the output itself (the last stage keeps it until its backward) count
+    in the last segment."""
     import torch
 
     params = {p.untyped_storage().data_ptr() for p in module.parameters()}
     current = [0]
-    seen: list[dict[int, int]] = [dict() for _ in range(len(fqns) + 1)]
+    seen: dict[int, tuple[int, int]] = {}  # storage -> (first segment saving it, bytes)
 
     def pack(t):
         if isinstance(t, torch.Tensor) and not isinstance(t, torch.nn.Parameter):
             st = t.untyped_storage()
             if st.data_ptr() not in params and st.nbytes():
-                seen[current[0]][st.data_ptr()] = st.nbytes()
+                seen.setdefault(st.data_ptr(), (current[0], st.nbytes()))
         return t
 
     def enter(s):
@@ -126,12 +128,16 @@ def saved_activation_bytes(module, example_args: Sequence, fqns: Sequence[str],
             if loss_fn is not None:
                 loss_fn(out, target)
                 for t in _tensors(out):
-                    seen[-1][t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()
+                    st = t.untyped_storage()
+                    seen.setdefault(st.data_ptr(), (len(fqns), st.nbytes()))
     finally:
         for h in handles:
             h.remove()
         module.train(was_training)
-    return np.asarray([float(sum(d.values())) for d in seen])
+    out = np.zeros(len(fqns) + 1)
+    for seg, nbytes in seen.values():
+        out[seg] += nbytes
+    return out
 
 
 def _tensors(v) -> list:

@@ -23,9 +23,9 @@ A graph describes one microbatch (nodes in program order, a topological order):
 `graph.meta["training"]` (all optional): `schedule` ("1f1b"), `n_microbatches`
 (2 k for a problem of at most k stages: one batch however it is split),
 `n_virtual` (1; chunks per rank), `state_factor` (2.0), `held_bytes_per_unit` (0: the
-bytes per unit of tensor size of the tensors a stage sends on, which it keeps until
-their backward, as torch.distributed.pipelining's stages keep their outputs: a stage
-then holds them for every microbatch in flight), `step_factor` (0: the bytes the
+bytes per unit of tensor size of the tensors that cross a stage boundary, which both
+stages keep until their backward, as torch.distributed.pipelining's stages keep their
+inputs and outputs: a stage then holds them for every microbatch in flight), `step_factor` (0: the bytes the
 optimizer step allocates beyond its state, per parameter byte).
 
 A stage's memory is the larger of its backward phase, parameters + gradients +
@@ -266,9 +266,11 @@ def split_cost(graph, ops: TrainingOps, assignment: np.ndarray, k: int, *,
     held = np.zeros(n_stages, np.int64)
     if not why:
         held = np.asarray(stage_in_flight(st.schedule, n_stages, m, st.n_virtual))
-    kept = np.zeros(n_stages)  # the outputs a stage keeps per microbatch in flight
+    kept = np.zeros(n_stages)  # inputs and outputs a stage keeps per microbatch in flight
     if st.held_bytes_per_unit and n_stages > 1:
-        kept[:-1] = boundary_sends(graph, starts, 1.0) * st.held_bytes_per_unit
+        crossing = boundary_sends(graph, starts, 1.0) * st.held_bytes_per_unit
+        kept[:-1] += crossing
+        kept[1:] += crossing
     memory = np.asarray([max(ops.state[s].sum() + (ops.act[s].sum() + kept[i]) * h
                              + ops.act[s].max(initial=0.0), ops.step[s].sum())
                          for i, (s, h) in enumerate(zip(seg, held, strict=True))])
