@@ -72,6 +72,8 @@ def run_block(block: Block, folder: Path) -> None:
     env = dict(os.environ)
     env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
     env.pop("JAXPLACE_DATA", None)  # as in a fresh clone
+    if not env.get("JAXPLACE_CACHE_DIR"):  # the suite may turn the cache off; a user's is on
+        env["JAXPLACE_CACHE_DIR"] = str(folder / "xla-cache")
     if block.lang == "bash":
         cmd = ["bash", "-e", "-o", "pipefail", "-c", block.text]
     else:
