@@ -105,11 +105,14 @@ def test_profiled_costs_are_positive_and_cover_every_segment():
         plan_pipeline(m, (x[:2],), 2, train=True, profile=True)
 
 
-@pytest.mark.parametrize("schedule", ["1f1b", pytest.param("gpipe", marks=pytest.mark.heavy)])
-def test_one_sgd_step_of_the_pipeline_equals_the_unsplit_models(schedule):
+@pytest.mark.parametrize("schedule, v", [
+    ("1f1b", 1), pytest.param("gpipe", 1, marks=pytest.mark.heavy),
+    pytest.param("interleaved-1f1b", 2, marks=pytest.mark.heavy)])
+def test_one_sgd_step_of_the_pipeline_equals_the_unsplit_models(schedule, v):
     m, x, y = _gpt()
     plan = plan_pipeline(m, (x[:2],), 2, train=True, schedule=schedule, n_microbatches=4,
-                         device="cpu", optimizer="sgd")
+                         n_virtual=v, device="cpu", optimizer="sgd")
+    assert plan.num_ranks == 2 and plan.num_stages == 2 * v
     run = run_pipeline(plan, m, (x,), target=y, loss_fn=lm_loss, train=True, steps=1,
                        warmup=0, optimizer="sgd", lr=0.5, memory=False, timeout=200)
     ref = GPT2(vocab=128, ctx=16, d=16, layers=4, heads=2)
@@ -126,11 +129,11 @@ def test_one_sgd_step_of_the_pipeline_equals_the_unsplit_models(schedule):
     assert moved > len(ref_params) // 2  # the step changed the parameters
     # every action of the schedule ran, in torch's order on each rank
     from jaxplace.pipeline.schedule_orders import pipeline_order
-    order = pipeline_order(schedule, 2, 4)
+    order = pipeline_order(schedule, 2, 4, v)
     for r in range(2):
         evs = sorted((e for e in run.events if e.rank == r), key=lambda e: e.start)
         assert [(e.kind, e.stage, e.microbatch) for e in evs] == order[r]
-    assert run.step_times.shape == (1,) and run.stage_times.shape == (2, 2)
+    assert run.step_times.shape == (1,) and run.stage_times.shape == (2 * v, 2)
     assert np.all(run.stage_times > 0)
 
 
