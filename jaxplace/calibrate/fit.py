@@ -12,7 +12,7 @@ per-op cost of running an op inside a pipeline stage (a traced GraphModule, unde
 autograd for the backward) is what a tiny eager op does not show, while a few models'
 stages cannot tell a slow matrix unit from a slow memory (a model that never waits on
 memory says nothing of the bandwidth), so rates fitted to them do not carry over to
-another model (experiments/calibration.md measures both).
+another model (`jaxplace calibrate --loo` prints a held-out model's errors under both fits).
 """
 
 from __future__ import annotations
