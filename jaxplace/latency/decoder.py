@@ -296,7 +296,13 @@ class LatencyFitness:
 def evaluate(inst: LatencyInstance, X, *, dtype=jnp.float32, chunk: int = 256,
              spec: LatencySpec | None = None) -> np.ndarray:
     """(P,) makespans of (P, n) priorities (host helper): calls of `chunk` rows, so
-    that populations of any size share one compiled shape."""
+    that populations of any size share one compiled shape. A float64 `dtype` runs
+    under x64 (scoped to the call), never truncated to float32."""
+    with jax.enable_x64(jnp.dtype(dtype) == jnp.float64):
+        return _evaluate(inst, X, dtype, chunk, spec)
+
+
+def _evaluate(inst: LatencyInstance, X, dtype, chunk: int, spec) -> np.ndarray:
     spec, g = latency_graph(inst, spec, dtype=dtype)
     X = np.atleast_2d(np.asarray(X, np.float32 if dtype == jnp.float32 else np.float64))
     P, n = X.shape
