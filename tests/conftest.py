@@ -62,6 +62,42 @@ HEAVY_BY_ID = {
     "test_spatial.py::test_random_cnn_split_execution_matches_unsplit": 64,  # -> resnet18/yolo plans execute
     "test_many_program.py::test_the_decoders_orders_are_kahns": 76,
     "test_relax.py::test_gradient_matches_finite_differences": 33,
+    # second pass (a moderately loaded run, about 1.5-2x a quiet one)
+    "test_determinism.py::test_search_many_same_for_workers_load_and_batch_mates": 40,  # -> test_default_search_same_under_load, test_batch_independence
+    "test_determinism.py::test_search_many_result_alone_equals_in_a_batch_that_forces_a_merge": 25,
+    "test_islands_elites.py::test_sparse_bounded_islands_are_valid_and_deterministic": 27,  # -> test_islands.py
+    "test_decoder_cpu_blocks.py::test_explicit_windows_are_exact": 32,  # -> ..._medium_cpu_blocks_matches_reference[0]
+    "test_decoder_cpu_blocks.py::test_small_workloads_match_reference[gnmt_inference]": 19,
+    "test_decoder_cpu_blocks.py::test_small_workloads_match_reference[bert24_inference]": 10,
+    "test_decoder_cpu_blocks.py::test_medium_cpu_blocks_matches_reference[3]": 13,
+    "test_decoder_cpu_blocks.py::test_medium_cpu_blocks_matches_reference[2]": 11,
+    "test_compile_less.py::test_restructured_dp_is_bit_identical[False]": 26,
+    "test_compile_less.py::test_first_answer_before_any_compiled_program": 18,
+    "test_bucket_classes.py::test_class_padding_changes_no_result[8]": 24,
+    "test_bench_gpu.py::test_tiny_decoder_part": 24,
+    "test_torch_pipeline.py::test_two_process_pipeline_equals_the_model": 23,  # -> test_torch_training (two processes)
+    "test_relax.py::test_two_chains_known_optimum": 22,  # -> test_exact_mode_matches_evaluate_partition
+    "test_latency_schedule.py::test_cli_latency_certify": 22,  # -> test_cli_latency
+    "test_islands_mode.py::test_equals_island_search_directly": 21,
+    "test_search.py::test_random_best_matches_reference_oracle": 21,
+    "test_search.py::test_observer_reports_the_best_of_all_phases": 12,
+    "test_search.py::test_every_method_returns_a_consistent_result[CMA_ES]": 12,
+    "test_search_many.py::test_ctrl_c_keeps_every_best": 21,  # -> test_search.py's Ctrl-C test
+    "test_device_refine.py::test_blocks_equal_the_host_traceback": 20,  # -> ..._never_worsens_and_matches_reference
+    "test_hetero_throughput.py::test_jax_decoder_stages[4]": 17,  # -> [1]
+    "test_hetero_throughput.py::test_search_result_validates[default]": 18,
+    "test_gpu_defaults.py::test_island_auto_on_the_cpu_is_the_lanes_search": 18,
+    "test_bounds.py::test_ladder_is_ordered_on_a_medium_graph": 17,
+    "test_spatial.py::test_optimizer_plans_of_resnet18_and_yolo_execute_correctly[_small_yolo-cluster1-None]": 15,
+    "test_latency_small.py::test_default_search_within_one_percent": 15,
+    "test_time_limits_end.py::test_partition_ends_without_waiting_for_an_abandoned_compile": 14,
+    "test_polish_budget.py::test_search_many_asks_the_budget_with_its_polish_option": 14,
+    "test_objectives.py::test_search_matrix[latency-CMA_ES]": 13,
+    "test_objectives.py::test_search_matrix[throughput-relax+brkga]": 13,
+    "test_objectives.py::test_search_matrix[throughput-relax]": 10,
+    "test_cli_fusion.py::test_partition_latency_fusion": 13,
+    "test_cli.py::test_partition_runs_on_every_shared_file[inceptionv3_inference.json]": 13,
+    "test_jax_pipeline.py::test_nnx_module_on_two_host_devices": 12,
 }
 
 

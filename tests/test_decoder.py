@@ -120,12 +120,13 @@ def test_float64_matches_reference(impl, case):
     assert_costs(got, jp.reference.evaluate_reference(problem, X), 1e-12)
 
 
-@pytest.mark.parametrize("impl", IMPLS)
-def test_evaluate_entry_point(impl):
+@pytest.mark.parametrize("impl, every_case", [(impl, False) for impl in IMPLS] + [
+    pytest.param(impl, True, marks=pytest.mark.heavy) for impl in IMPLS if impl != "simple"])
+def test_evaluate_entry_point(impl, every_case):
     rng = np.random.default_rng(3)
     cases = [dict(), dict(params=True, memory=True), dict(params=True, capacity=True),
              dict(multi=True, params=True, memory=True, capacity=True)]
-    if impl == "simple":  # the oracle: fewer compilations
+    if not every_case:  # the default set: the plain case and every option at once
         cases = cases[::3]
     for kw in cases:
         problem = random_problem(rng, 40, p=0.1, k=5, **kw)
