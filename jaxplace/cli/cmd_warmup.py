@@ -120,7 +120,10 @@ def plan(args) -> list[tuple[int, int, object, object]]:
 
 def _warm(problem, method: str) -> None:
     """One search of `method` that compiles its programs and stops soon after."""
+    import threading
+
     from jaxplace.bench.runs import run_method
+    from jaxplace.search.deadline import THREAD_NAME  # the search package loads JAX
 
     if method == "default":  # both phases must run: stop each at its first stall
         from jaxplace.search import search
@@ -128,6 +131,11 @@ def _warm(problem, method: str) -> None:
         search(problem, "default", seed=0, progress=False, brkga_patience=1, patience=1)
     else:  # the first chunk runs one step, then the time limit stops it
         run_method(problem, method, 0, time_limit=1e-9)
+        # past its time limit the search answers while its compile goes on in a
+        # thread (search.deadline): warming up means waiting for that compile
+        for thread in threading.enumerate():
+            if thread.name == THREAD_NAME:
+                thread.join()
 
 
 def run(args) -> int:
