@@ -72,6 +72,12 @@ class Certificate:
     settings: dict = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 
+    def _repr_html_(self) -> str:
+        """Notebooks show the certificate's ladder and plan (`jaxplace.view`)."""
+        import importlib
+
+        return importlib.import_module("jaxplace.view").html_fragment(self)
+
     @property
     def ratio(self) -> float:
         """UB / LB >= 1 (1 proves optimality); inf when LB is 0 < UB or UB unknown."""

@@ -87,6 +87,12 @@ class PipelinePlan:
         """True when the module boundaries cost more than the op-level split allows."""
         return any(n.startswith("module boundaries are too coarse") for n in self.notes)
 
+    def _repr_html_(self) -> str:
+        """Notebooks show the plan (`jaxplace.view`)."""
+        import importlib
+
+        return importlib.import_module("jaxplace.view").html_fragment(self)
+
     def summary(self) -> str:
         """A text table: per stage its first module, predicted time, params, sends."""
         s = self.split

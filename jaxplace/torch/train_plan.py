@@ -121,6 +121,12 @@ class TrainingPlan:
         a = np.searchsorted(np.asarray(firsts), np.arange(self.problem.n), side="right") - 1
         return self.problem.objective_impl.evaluate_partition(self.problem, a)
 
+    def _repr_html_(self) -> str:
+        """Notebooks show the plan (`jaxplace.view`)."""
+        import importlib
+
+        return importlib.import_module("jaxplace.view").html_fragment(self)
+
     def summary(self) -> str:
         lines = [f"{self.num_stages} stages on {self.num_ranks} ranks, {self.schedule}, "
                  f"{self.n_microbatches} microbatches ({self.costs} costs, "
