@@ -25,8 +25,6 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from jaxplace.errors import JaxplaceError
-
 MATMUL_SIZES = (64, 128, 256, 512)
 LINK_BYTES = (4, 4096, 65536, 1 << 20, 4 << 20)
 
@@ -149,28 +147,14 @@ def link_rates(repeats: int = 10, sizes=LINK_BYTES, timeout: float = 120.0) -> d
     fitted latency (s) and bandwidth (bytes/s)."""
     import torch
     import torch.multiprocessing as mp
-    from torch.multiprocessing.spawn import ProcessException
 
-    from jaxplace.torch.run import free_port
+    from jaxplace.torch.processes import free_port, wait_for
 
     with tempfile.TemporaryDirectory(prefix="jaxplace-link-") as d:
         out = os.path.join(d, "link.pt")
         ctx = mp.start_processes(_link_worker, args=(free_port(), tuple(sizes), repeats, out),
                                  nprocs=2, join=False, start_method="spawn")
-        deadline = time.monotonic() + timeout
-        try:
-            while not ctx.join(timeout=1.0):
-                if time.monotonic() > deadline:
-                    raise JaxplaceError(f"the link benchmark did not finish within "
-                                        f"{timeout:g} s", field="timeout")
-        except ProcessException as exc:
-            raise JaxplaceError(f"the link benchmark's process failed: "
-                                f"{str(exc).strip().splitlines()[-1]}") from exc
-        finally:
-            for p in ctx.processes:
-                if p.is_alive():
-                    p.kill()
-                    p.join(5)
+        wait_for(ctx, timeout, "the link benchmark", "the link benchmark's process failed")
         one_way = torch.load(out)
     return {"one_way_s": {int(n): float(t) for n, t in sorted(one_way.items())},
             **fit_link(one_way)}

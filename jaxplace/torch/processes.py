@@ -1,10 +1,12 @@
-"""Local stage processes: a free port, a module fit to pickle to them, and the
-refusal to spawn from a process that is itself still starting."""
+"""Local stage processes: a free port, a module fit to pickle to them, the refusal to
+spawn from a process that is itself still starting, and the wait for them under a
+timeout."""
 
 from __future__ import annotations
 
 import multiprocessing
 import socket
+import time
 
 from jaxplace.errors import JaxplaceError
 
@@ -36,3 +38,31 @@ def check_main_guard() -> None:
         raise JaxplaceError("run_pipeline was called while a spawned process imported "
                             "your script: call it under `if __name__ == \"__main__\":`",
                             field="__main__")
+
+
+def wait_for(ctx, timeout: float, what: str, failed: str) -> None:
+    """Wait for the processes of `torch.multiprocessing.start_processes(..., join=False)`
+    to end within `timeout` seconds; a process that raised or died is one JaxplaceError
+    (`failed` and its last line), and none is left running.
+
+    Args:
+        ctx: the ProcessContext.
+        timeout: seconds for all of them.
+        what: the work, for the timeout's message ("the pipeline run").
+        failed: the message's start when one fails ("a pipeline stage failed").
+    """
+    from torch.multiprocessing.spawn import ProcessException
+
+    deadline = time.monotonic() + timeout
+    try:
+        while not ctx.join(timeout=max(0.1, min(1.0, deadline - time.monotonic()))):
+            if time.monotonic() > deadline:
+                raise JaxplaceError(f"{what} did not finish within {timeout:g} s",
+                                    field="timeout")
+    except ProcessException as exc:  # a process raised or died
+        raise JaxplaceError(f"{failed}: {str(exc).strip().splitlines()[-1]}") from exc
+    finally:
+        for p in ctx.processes:
+            if p.is_alive():
+                p.kill()
+                p.join(5)

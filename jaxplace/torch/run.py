@@ -22,7 +22,7 @@ import numpy as np
 
 from jaxplace.errors import JaxplaceError
 from jaxplace.torch.plan import PipelinePlan
-from jaxplace.torch.processes import check_main_guard, free_port, without_split_wrappers
+from jaxplace.torch.processes import check_main_guard, free_port, wait_for, without_split_wrappers
 from jaxplace.torch.trace import require_torch
 from jaxplace.torch.train_run import run_training
 
@@ -124,7 +124,6 @@ def run_pipeline(plan: PipelinePlan, module, args: Sequence, *, n_microbatches: 
     """
     torch = require_torch()
     import torch.multiprocessing as mp
-    from torch.multiprocessing.spawn import ProcessException
 
     if train or getattr(plan, "train", False):
         if not getattr(plan, "train", False):
@@ -148,20 +147,7 @@ def run_pipeline(plan: PipelinePlan, module, args: Sequence, *, n_microbatches: 
                            dict(plan.split_spec), args,
                            n_microbatches, repeats, outdir, timeout),
             nprocs=world, join=False, start_method="spawn")
-        deadline = time.monotonic() + timeout
-        try:
-            while not ctx.join(timeout=max(0.1, min(1.0, deadline - time.monotonic()))):
-                if time.monotonic() > deadline:
-                    raise JaxplaceError(f"the pipeline run did not finish within "
-                                        f"{timeout:g} s", field="timeout")
-        except ProcessException as exc:  # a stage raised or died
-            raise JaxplaceError(f"a pipeline stage failed: "
-                                f"{str(exc).strip().splitlines()[-1]}") from exc
-        finally:
-            for p in ctx.processes:
-                if p.is_alive():
-                    p.kill()
-                    p.join(5)
+        wait_for(ctx, timeout, "the pipeline run", "a pipeline stage failed")
         res = [torch.load(os.path.join(outdir, f"rank{r}.pt"), weights_only=False)
                for r in range(world)]
     measured = np.asarray([1e3 * float(np.median(r["times"])) for r in res])

@@ -31,9 +31,9 @@ import numpy as np
 from jaxplace.errors import JaxplaceError
 from jaxplace.pipeline.schedule import ScheduleEvent
 from jaxplace.pipeline.schedule_orders import SCHEDULES, stage_rank
-from jaxplace.torch.processes import check_main_guard, free_port, without_split_wrappers
-from jaxplace.torch.train_plan import TrainingPlan
+from jaxplace.torch.processes import check_main_guard, free_port, wait_for, without_split_wrappers
 from jaxplace.torch.trace import require_torch
+from jaxplace.torch.train_plan import TrainingPlan
 
 #: the schedules a training run executes (the others need stage kinds this runner
 #: does not build)
@@ -213,7 +213,6 @@ def run_training(plan: TrainingPlan, module, args: Sequence, *, target, loss_fn,
     """
     torch = require_torch()
     import torch.multiprocessing as mp
-    from torch.multiprocessing.spawn import ProcessException
 
     check_main_guard()
     opt = optimizer or (plan.optimizer if plan.optimizer in OPTIMIZERS else "sgd")
@@ -241,20 +240,7 @@ def run_training(plan: TrainingPlan, module, args: Sequence, *, target, loss_fn,
                    float(lr), int(steps), int(warmup), bool(memory), outdir, timeout)
         ctx = mp.start_processes(_worker, args=(job,), nprocs=world, join=False,
                                  start_method="spawn")
-        deadline = time.monotonic() + timeout
-        try:
-            while not ctx.join(timeout=max(0.1, min(1.0, deadline - time.monotonic()))):
-                if time.monotonic() > deadline:
-                    raise JaxplaceError(f"the training run did not finish within "
-                                        f"{timeout:g} s", field="timeout")
-        except ProcessException as exc:
-            raise JaxplaceError(f"a pipeline stage failed: "
-                                f"{str(exc).strip().splitlines()[-1]}") from exc
-        finally:
-            for p in ctx.processes:
-                if p.is_alive():
-                    p.kill()
-                    p.join(5)
+        wait_for(ctx, timeout, "the training run", "a pipeline stage failed")
         res = [torch.load(os.path.join(outdir, f"rank{r}.pt"), weights_only=False)
                for r in range(world)]
     return _collect(res, plan, world)
