@@ -106,6 +106,14 @@ HEAVY_BY_ID = {
     "test_relax.py::test_optimize_compiles_once_per_shape": 10,
     "test_policy.py::test_training_scores_cpu_blocks_exactly": 11,
     "test_time_limits_end.py::test_partition_certify_ends_within_its_limit": 12,  # -> test_one_time_limit
+    "test_batch_independence.py::test_second_place_in_a_batch_equals_alone": 26,  # -> its twins/seed tests
+    "test_latency_schedule.py::test_cli_latency": 19,  # -> test_cluster_defects' latency CLI cases
+    "test_decoder.py::test_k_larger_than_n_and_single_node": 16,  # -> the fused/sparse k > n cases
+    "test_relax.py::test_exact_mode_matches_evaluate_partition": 16,  # -> test_soft_costs_converge_...
+    "test_decoder_cpu_blocks.py::test_evaluate_graphs_mixed_padded_sizes_and_training_graphs": 15,
+    "test_decoder.py::test_evaluate_entry_point[simple-False]": 14,  # -> [lanes-False]
+    "test_search.py::test_brkga_beats_its_first_population": 10,
+    "test_importers.py::test_flax_linen_mlp": 10,
 }
 
 
