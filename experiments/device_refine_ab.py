@@ -22,7 +22,7 @@ import numpy as np
 import jaxplace as jp
 from jaxplace.bench.search_time import instances
 from jaxplace.objectives.throughput.polish import mip_polish
-from jaxplace.reference import decode_reference
+from jaxplace.objectives.throughput.reference import decode_reference
 from jaxplace.search.many import search_many
 from jaxplace.search.many.device_refine import refine
 

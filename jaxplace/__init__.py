@@ -51,7 +51,7 @@ _LAZY = {
     "evaluate": "jaxplace.objectives.api",
     "decode": "jaxplace.objectives.api",
     "Evaluator": "jaxplace.decoder",
-    "evaluate_partition": "jaxplace.cost",
+    "evaluate_partition": "jaxplace.objectives.throughput.cost",
     "simple_lower_bound": "jaxplace.objectives.api",
     "from_jax": "jaxplace.importers",
     "from_onnx": "jaxplace.importers",
@@ -59,9 +59,13 @@ _LAZY = {
     "search_many": "jaxplace.search.many",
     "plot": "jaxplace.view",
 }
-_SUBPACKAGES = ("bounds", "cluster", "cost", "decoder", "formats", "generators", "importers",
-                "latency", "llm", "objectives",
-                "partition", "policy", "reference", "relax", "search", "spatial", "view")
+_SUBPACKAGES = ("bounds", "cluster", "decoder", "formats", "generators", "importers",
+                "llm", "objectives",
+                "partition", "policy", "relax", "search", "spatial", "view")
+#: short names for an objective's modules that users reach as `jp.<name>`
+_OBJECTIVE_MODULES = {"cost": "jaxplace.objectives.throughput.cost",
+                      "reference": "jaxplace.objectives.throughput.reference",
+                      "latency": "jaxplace.latency"}
 
 
 def __getattr__(name: str):
@@ -69,6 +73,8 @@ def __getattr__(name: str):
         value = getattr(importlib.import_module(_LAZY[name]), name)
     elif name in _SUBPACKAGES:
         value = importlib.import_module(f"jaxplace.{name}")
+    elif name in _OBJECTIVE_MODULES:
+        value = importlib.import_module(_OBJECTIVE_MODULES[name])
     else:
         raise AttributeError(f"module 'jaxplace' has no attribute {name!r}")
     globals()[name] = value
@@ -76,7 +82,7 @@ def __getattr__(name: str):
 
 
 def __dir__():
-    return sorted(set(globals()) | set(_LAZY) | set(_SUBPACKAGES))
+    return sorted(set(globals()) | set(_LAZY) | set(_SUBPACKAGES) | set(_OBJECTIVE_MODULES))
 
 
 __all__ = [

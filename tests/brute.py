@@ -34,7 +34,7 @@ def direct_block_cost(problem: jp.Problem, S, device: str = "accel") -> float:
 
 def is_valid(problem: jp.Problem, assignment) -> bool:
     """Colocation classes together and an acyclic quotient of the forward edges, by DFS
-    over block pairs (independent of jaxplace.cost)."""
+    over block pairs (independent of jaxplace.objectives.throughput.cost)."""
     g = problem.graph
     color = g.node_attrs.get("color_class")
     if color is not None:

@@ -33,7 +33,7 @@ from strategies import (
 import jaxplace as jp
 from jaxplace.bounds.base import BoundContext
 from jaxplace.bounds.registry import BOUNDS, CPU_BLOCK_METHODS, choose_methods
-from jaxplace.cost import simple_lower_bound
+from jaxplace.objectives.throughput.cost import simple_lower_bound
 from jaxplace.errors import JaxplaceError
 from jaxplace.exact import solve_ideals
 from jaxplace.exact.bbr import (
@@ -178,7 +178,7 @@ def test_rung_keeps_its_time_limit():
     import time
 
     from jaxplace.generators import generate
-    from jaxplace.reference import decode_reference
+    from jaxplace.objectives.throughput.reference import decode_reference
 
     problem = jp.Problem(generate("regal", seed=1, n=60), 16)
     a = decode_reference(problem, np.random.default_rng(0).random(problem.n)).assignment
@@ -425,7 +425,7 @@ def test_cut_counts_never_above_a_split():
     `cut_counts` claims at T; the count exceeds the clique count somewhere."""
     from jaxplace.exact.bbr.split import cut_counts
     from jaxplace.generators import generate
-    from jaxplace.reference import decode_reference
+    from jaxplace.objectives.throughput.reference import decode_reference
 
     cases = [(small_graph(seed), k) for seed in range(2) for k in (4, 8, 12)]
     cases += [(generate("regal", seed=seed, n=22), k) for seed, k in ((0, 3), (1, 6), (2, 8))]

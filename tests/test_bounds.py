@@ -26,7 +26,7 @@ from jaxplace.bounds import (
     guess_bound,
 )
 from jaxplace.bounds._model import dag_numbering, start_vector
-from jaxplace.reference import decode_reference
+from jaxplace.objectives.throughput.reference import decode_reference
 
 # HiGHS works to a primal feasibility tolerance of 1e-7 on scaled rows; bounds and
 # incumbent costs agree with exact float64 costs to about that, relative.

@@ -16,8 +16,8 @@ import jaxplace as jp
 from jaxplace.bounds.base import BoundContext, unmodelled
 from jaxplace.bounds.cover import CoverBound, CoverConfig, cover_bound
 from jaxplace.bounds.cover_pricing import ConvexPricer
-from jaxplace.cost import throughput_lower_bound
-from jaxplace.reference import decode_reference
+from jaxplace.objectives.throughput.cost import throughput_lower_bound
+from jaxplace.objectives.throughput.reference import decode_reference
 
 TOL = 1e-9
 

@@ -26,8 +26,8 @@ from jaxplace.bounds.cover import (
     set_costs,
     weighted_bottleneck,
 )
-from jaxplace.cost import throughput_lower_bound
-from jaxplace.reference import decode_reference, kahn
+from jaxplace.objectives.throughput.cost import throughput_lower_bound
+from jaxplace.objectives.throughput.reference import decode_reference, kahn
 
 # HiGHS works to feasibility tolerances of about 1e-7 on scaled rows; a bound may
 # exceed the optimum by that much, relative, and no more.

@@ -91,7 +91,7 @@ def test_console_script_subprocess(tmp_path):
 # --- the command map and a light parser (issue 11) -----------------------------------
 
 HEAVY = ("jax", "flax", "optax", "evosax", "highspy", "networkx", "tqdm", "jaxplace.search",
-         "jaxplace.bounds", "jaxplace.decoder", "jaxplace.cost")
+         "jaxplace.bounds", "jaxplace.decoder", "jaxplace.objectives.throughput.cost")
 
 
 @pytest.mark.parametrize("argv", [["--help"], ["partition", "--help"], ["info", "--help"]])
@@ -300,7 +300,7 @@ def test_stage_table_has_devices_and_the_json_block_ids():
 
     import jaxplace as jp
     from jaxplace.formats import result_dict
-    from jaxplace.report import stage_table
+    from jaxplace.objectives.throughput.report import stage_table
 
     g = jp.CompGraph([1.0, 2.0, 3.0, 4.0], [(0, 1), (1, 2), (2, 3)], size_out=[1.0] * 4,
                      node_attrs={"cpu_latency": np.array([9.0, 9.0, 9.0, 0.5])})
@@ -320,7 +320,7 @@ def test_evaluate_partition_accepts_a_partition_object():
     import numpy as np
 
     import jaxplace as jp
-    from jaxplace.reference import decode_reference
+    from jaxplace.objectives.throughput.reference import decode_reference
 
     problem = jp.Problem(jp.CompGraph([1.0, 2.0, 3.0], [(0, 1), (1, 2)]), 2)
     part = decode_reference(problem, np.zeros(3))

@@ -46,7 +46,7 @@ class ComputeOnly(ClosedFormCertify, Objective):
     label = "toy compute-only bottleneck"
 
     def evaluate_partition(self, problem, assignment, *, contiguous=True, devices=None):
-        from jaxplace.cost import check_assignment, quotient_order
+        from jaxplace.objectives.throughput.cost import check_assignment, quotient_order
 
         a = check_assignment(problem, getattr(assignment, "assignment", assignment))
         quotient_order(problem, a)  # contiguous: raises on a cycle

@@ -131,7 +131,7 @@ class DropsContiguity(ComputeOnly):
     name = problem_objective = "toy-drops"
 
     def evaluate_partition(self, problem, assignment, *, contiguous=True, devices=None):
-        from jaxplace.cost import check_assignment
+        from jaxplace.objectives.throughput.cost import check_assignment
 
         a = check_assignment(problem, getattr(assignment, "assignment", assignment))
         return _Cost(float(np.bincount(a, weights=problem.graph.work).max()), a)

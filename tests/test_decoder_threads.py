@@ -11,7 +11,7 @@ from jaxplace.decoder import FLOAT32_RTOL, Evaluator, SampledWindow
 from jaxplace.decoder.batching import Batching, plan_chunks
 from jaxplace.errors import JaxplaceError
 from jaxplace.generators import regal_set
-from jaxplace.reference import evaluate_reference
+from jaxplace.objectives.throughput.reference import evaluate_reference
 
 
 @pytest.fixture(scope="module")

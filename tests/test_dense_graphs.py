@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 
 import jaxplace as jp
-from jaxplace.cost import evaluate_partition
+from jaxplace.objectives.throughput.cost import evaluate_partition
 from jaxplace.multilevel.coarsen import coarsen
 from jaxplace.multilevel.project import to_nodes
 from jaxplace.multilevel.refine import BlockState
 from jaxplace.multilevel.slicing import slice_units
-from jaxplace.reference import kahn
+from jaxplace.objectives.throughput.reference import kahn
 
 
 def dense_graph(seed: int, n: int = 60, p: float = 0.3, tensors: bool = False):
@@ -102,7 +102,7 @@ def test_slicing_with_event_arrays_matches_the_reference(seed, dense_events, mon
     an order to the optimum of the float64 reference (`slice_order`), with every
     column on that path (0) and with the default threshold."""
     from jaxplace.multilevel import slicing
-    from jaxplace.reference import slice_order
+    from jaxplace.objectives.throughput.reference import slice_order
 
     monkeypatch.setattr(slicing, "DENSE_EVENTS", dense_events)
     g = dense_graph(seed, n=50, p=0.35, tensors=seed % 2 == 1)

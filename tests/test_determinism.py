@@ -14,7 +14,7 @@ from strategies import small_graph
 import jaxplace as jp
 from jaxplace.generators import regal
 from jaxplace.objectives.throughput.polish import mip_polish
-from jaxplace.reference import decode_reference
+from jaxplace.objectives.throughput.reference import decode_reference
 from jaxplace.search.many import bucket_summary, search_many
 
 

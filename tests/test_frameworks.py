@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from jaxplace import llm
-from jaxplace.cost import evaluate_partition
+from jaxplace.objectives.throughput.cost import evaluate_partition
 from jaxplace.errors import JaxplaceError
 from jaxplace.export import EXPORTERS, export_plan, make_plan, plan_from_result
 from jaxplace.formats import load_graph, load_problem, result_dict

@@ -342,7 +342,7 @@ def test_training_graph_mirrors_the_forward_graph():
     forward op, so the units are the forward nodes (no merges) and the unit DAG is the
     forward graph; the float64 reference gives every node's device its class's."""
     import jaxplace as jp
-    from jaxplace.reference import decode_reference
+    from jaxplace.objectives.throughput.reference import decode_reference
 
     g = resnet(seed=3, stages=(1, 1, 1, 1))
     n, fwd = g.num_nodes, {tuple(e) for e in g.edges.tolist()}

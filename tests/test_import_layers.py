@@ -35,9 +35,11 @@ LAYERS = (
     "units", "graph", "orders", "partition", "importers", "cluster",
     "latency.instance", "latency.times",  # the latency model: a Problem builds it
     "objectives",  # the Objective contract, registry and dispatch (api)
-    "problem", "cost",
-    "report",  # the stage table of a partition cost: the throughput objective reports it
-    "reference", "decoder", "generators",
+    "problem",
+    # the throughput objective's cost model, stage table and NumPy oracle: the shared
+    # machinery in later layers (decoder, bounds, exact, search) evaluates partitions by them
+    "objectives.throughput.cost", "objectives.throughput.report",
+    "objectives.throughput.reference", "decoder", "generators",
     "bounds", "objectives.ladder",
     "policy",  # the GNN priority policy: the search methods and the default use it
     "search",
@@ -291,9 +293,9 @@ def test_the_checks_see_violations():
                      ("jaxplace.search", (), 1)]
     assert _layer("jaxplace.objectives.registry") == "objectives"
     assert _layer("jaxplace.objectives.throughput") == "objectives.throughput"
-    edges = [("jaxplace.cost", "jaxplace.search.api", (), 1),
-             ("jaxplace.search.api", "jaxplace.cost", (), 1)]
-    assert set(upward_imports(edges)) == {("cost", "search")}
+    edges = [("jaxplace.objectives.throughput.cost", "jaxplace.search.api", (), 1),
+             ("jaxplace.search.api", "jaxplace.objectives.throughput.cost", (), 1)]
+    assert set(upward_imports(edges)) == {("objectives.throughput.cost", "search")}
     assert private_imports([("jaxplace.exact.dp", "jaxplace.bounds._highs", (), 3),
                             ("jaxplace.cli.main", "jaxplace.formats", ("_json", "ok"), 4),
                             ("jaxplace.bounds.cover", "jaxplace.bounds._model", ("_x",), 5),

@@ -24,7 +24,7 @@ from jaxplace.importers import (
     summarize,
 )
 from jaxplace.importers import roofline as rl
-from jaxplace.reference import decode_reference
+from jaxplace.objectives.throughput.reference import decode_reference
 
 H100 = get_device("h100")
 F32 = 4

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import jaxplace as jp
-from jaxplace.cost import evaluate_partition
+from jaxplace.objectives.throughput.cost import evaluate_partition
 from jaxplace.pipeline import plan_chain, segments_graph, split_from_starts
 
 

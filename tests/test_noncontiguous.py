@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from strategies import same_cost, tiny_cpu_block_problems
 
 import jaxplace as jp
-from jaxplace.cost import evaluate_partition
+from jaxplace.objectives.throughput.cost import evaluate_partition
 from jaxplace.exact.noncontiguous import (
     build_model,
     noncontiguous_lower_bound,

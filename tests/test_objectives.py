@@ -114,7 +114,7 @@ def test_costs_agree_with_the_reference(name):
 
 @pytest.mark.parametrize("name", list(PROBLEMS))
 def test_identical_device_helpers_refuse_other_objectives(name):
-    from jaxplace.cost import partition_costs, simple_lower_bound, throughput_lower_bound
+    from jaxplace.objectives.throughput.cost import partition_costs, simple_lower_bound, throughput_lower_bound
 
     p = PROBLEMS[name]
     # one dispatcher: cost's simple_lower_bound and the search's are jp.simple_lower_bound
@@ -240,7 +240,7 @@ class ComputeOnly(Objective):
     default_bounds = ("simple",)
 
     def evaluate_partition(self, problem, assignment, *, contiguous=True, devices=None):
-        from jaxplace.cost import check_assignment, quotient_order
+        from jaxplace.objectives.throughput.cost import check_assignment, quotient_order
 
         a = check_assignment(problem, getattr(assignment, "assignment", assignment))
         quotient_order(problem, a)  # contiguous: raises on a cycle

@@ -289,7 +289,7 @@ def test_capacity_binds_on_folded_weights():
 
 
 def test_stage_table_units_and_notes():
-    from jaxplace.report import stage_notes, stage_table
+    from jaxplace.objectives.throughput.report import stage_notes, stage_table
 
     g = from_onnx(cnn(17, blocks=1).model)
     p = jp.Problem(g, 4)

@@ -304,7 +304,7 @@ def test_training_scores_cpu_blocks_exactly():
     some problems only) gives the float64 reference cost of every sample."""
     from jaxplace.decoder import score_graphs
     from jaxplace.policy.data import DataConfig
-    from jaxplace.reference import decode_reference
+    from jaxplace.objectives.throughput.reference import decode_reference
 
     data = DataConfig(n_range=(20, 40), k_range=(2, 4), cpu_fraction=0.5,
                       memory_fraction=0.0)
@@ -332,7 +332,7 @@ def test_training_scores_colocation_classes_exactly():
     cost, for the training graphs and for the plain problems beside them."""
     from jaxplace.decoder import score_graphs
     from jaxplace.policy.data import DataConfig, problem_set
-    from jaxplace.reference import decode_reference
+    from jaxplace.objectives.throughput.reference import decode_reference
 
     data = DataConfig(n_range=(20, 60), k_range=(2, 4), cpu_fraction=0.3,
                       colocation_fraction=0.6, orphan_range=(0.1, 0.3))
@@ -369,8 +369,8 @@ def test_tie_probe_drops_problems_where_every_order_costs_the_same():
     """A chain has one topological order, so every sample ties and gives no advantage;
     the parallel-chain problems do not tie (their costs differ by the float64
     reference too), and stay in the pool in order."""
-    from jaxplace.cost import simple_lower_bound
-    from jaxplace.reference import decode_reference
+    from jaxplace.objectives.throughput.cost import simple_lower_bound
+    from jaxplace.objectives.throughput.reference import decode_reference
 
     n = 10
     chain = jp.Problem(CompGraph(np.linspace(1, 2, n), [(i, i + 1) for i in range(n - 1)],
@@ -406,7 +406,7 @@ def tiny_experts(tmp_path_factory):
 def test_expert_memory_starts_at_the_search_solutions(tiny_experts):
     """The canonical latents keep each solution's order (so its cost), and the memory's
     rewards are those costs' rewards."""
-    from jaxplace.reference import decode_reference
+    from jaxplace.objectives.throughput.reference import decode_reference
 
     sol = dict(np.load(tiny_experts))
     cfg = dataclasses.replace(TINY, imitation=0.1, expert=str(tiny_experts))
@@ -685,7 +685,7 @@ def test_block_labels_keep_the_blocks_of_the_solution(tiny_experts):
     """Every node of a block gets the block's level, and Kahn's order of those levels
     slices at least as well as the solution (on the tiny pool and a REGAL-like graph)."""
     from jaxplace.policy.train import block_latents
-    from jaxplace.reference import decode_reference
+    from jaxplace.objectives.throughput.reference import decode_reference
 
     sol = dict(np.load(tiny_experts))
     cases = [(p, sol["x"][i, :p.n]) for i, p in enumerate(TINY_PROBLEMS[0])]

@@ -8,9 +8,9 @@ from hypothesis import strategies as st
 from strategies import same_cost, tiny_cpu_block_problems, tiny_problems
 
 import jaxplace as jp
-from jaxplace.cost import evaluate_partition
+from jaxplace.objectives.throughput.cost import evaluate_partition
 from jaxplace.objectives.throughput.polish import mip_polish, partition_priorities, polish_applies
-from jaxplace.reference import decode_reference
+from jaxplace.objectives.throughput.reference import decode_reference
 
 
 @settings(max_examples=40, deadline=None)

@@ -9,9 +9,9 @@ from strategies import same_cost, tiny_cpu_block_problems, tiny_problems
 
 import jaxplace as jp
 from jaxplace.bounds._model import dag_numbering
-from jaxplace.cost import evaluate_partition
+from jaxplace.objectives.throughput.cost import evaluate_partition
 from jaxplace.objectives.throughput.polish import band_nodes, mip_polish
-from jaxplace.reference import decode_reference
+from jaxplace.objectives.throughput.reference import decode_reference
 
 
 def _start(problem, seed):

@@ -12,7 +12,7 @@ from strategies import same_cost, tiny_cpu_block_problems, tiny_problems
 import jaxplace as jp
 from jaxplace.errors import JaxplaceError
 from jaxplace.generators import regal
-from jaxplace.reference import decode_reference
+from jaxplace.objectives.throughput.reference import decode_reference
 from jaxplace.relax import RelaxConfig, exact_costs, optimize, relax_graph, soft_costs
 from jaxplace.relax.optimize import loss_fn, start_orders
 from jaxplace.relax.surrogate import one_hot_log_probs, unit_log_probs

@@ -12,7 +12,7 @@ from brute import brute_force_optimum, is_valid
 from strategies import small_graph
 
 import jaxplace as jp
-from jaxplace.cost import evaluate_partition
+from jaxplace.objectives.throughput.cost import evaluate_partition
 from jaxplace.search.many import bucket_summary, iter_search_many, search_many
 from jaxplace.search.many.buckets import plan_buckets
 

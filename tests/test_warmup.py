@@ -13,7 +13,7 @@ import pytest
 
 import jaxplace as jp
 from jaxplace.bench import cpp_peer
-from jaxplace.reference import decode_reference, evaluate_reference
+from jaxplace.objectives.throughput.reference import decode_reference, evaluate_reference
 
 ROOT = Path(__file__).resolve().parents[1]
 #: Both sides are float64 over the same float32 priorities, so the orders are equal;

@@ -91,7 +91,7 @@ def _upper(problem, args, seed, name=None):
     import json
     import os
 
-    from jaxplace.cost import evaluate_partition
+    from jaxplace.objectives.throughput.cost import evaluate_partition
 
     cache = {}
     if os.path.exists(path):

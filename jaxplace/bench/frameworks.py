@@ -86,7 +86,7 @@ def _caps(problem, k: int, mixed_gb: float | None) -> np.ndarray:
 
 
 def _split(problem, assignment, caps) -> Split:
-    from jaxplace.cost import evaluate_partition
+    from jaxplace.objectives.throughput.cost import evaluate_partition
     from jaxplace.llm import stage_memory
 
     cost = evaluate_partition(problem.replace(capacity=None), assignment)

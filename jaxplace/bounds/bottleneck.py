@@ -21,7 +21,7 @@ from jaxplace.bounds.base import (
     skipped,
     unmodelled,
 )
-from jaxplace.cost import throughput_lower_bound
+from jaxplace.objectives.throughput.cost import throughput_lower_bound
 from jaxplace.problem import Problem
 
 VARIANTS = ("full", "no-dag", "no-io")

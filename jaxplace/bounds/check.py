@@ -22,7 +22,7 @@ import numpy as np
 
 from jaxplace.bounds._model import BlockModel, BlockSpec, build_block_model, solve_arrays
 from jaxplace.bounds.station import SLACK, StationData, overloaded, windows
-from jaxplace.cost import throughput_lower_bound
+from jaxplace.objectives.throughput.cost import throughput_lower_bound
 from jaxplace.problem import Problem
 
 INFEASIBLE, FEASIBLE, UNKNOWN = "infeasible", "feasible", "unknown"

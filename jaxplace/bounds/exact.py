@@ -33,7 +33,7 @@ from jaxplace.bounds.base import (
     Relaxable,
     from_solve,
 )
-from jaxplace.cost import evaluate_partition, throughput_lower_bound
+from jaxplace.objectives.throughput.cost import evaluate_partition, throughput_lower_bound
 from jaxplace.problem import Problem
 
 

@@ -1,7 +1,7 @@
 """The simple bound L = max(max_v work(v), sum_v work(v) / k) (docs/problem.md section 3).
 
 Communication ignored; with CPU blocks or colocation it is taken per placement unit
-(see `jaxplace.cost.throughput_lower_bound`). Closed form: no solver.
+(see `jaxplace.objectives.throughput.cost.throughput_lower_bound`). Closed form: no solver.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import time
 from dataclasses import dataclass
 
 from jaxplace.bounds.base import BoundContext, MethodResult
-from jaxplace.cost import throughput_lower_bound
+from jaxplace.objectives.throughput.cost import throughput_lower_bound
 from jaxplace.problem import Problem
 
 

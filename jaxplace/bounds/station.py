@@ -36,7 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from jaxplace.bounds.base import BoundContext, MethodResult, skipped, unmodelled
-from jaxplace.cost import throughput_lower_bound
+from jaxplace.objectives.throughput.cost import throughput_lower_bound
 from jaxplace.problem import Problem
 from jaxplace.units import ordering_edges
 

@@ -19,8 +19,8 @@ def run(args) -> int:
     import numpy as np
 
     from jaxplace.analysis import critical_path
-    from jaxplace.cost import throughput_lower_bound
-    from jaxplace.report import units
+    from jaxplace.objectives.throughput.cost import throughput_lower_bound
+    from jaxplace.objectives.throughput.report import units
 
     problem, source = load_input(args, default_k=8)
     g = problem.graph

@@ -12,7 +12,7 @@ from functools import partial
 import jax
 import numpy as np
 
-from jaxplace.cost import evaluate_partition
+from jaxplace.objectives.throughput.cost import evaluate_partition
 from jaxplace.decoder.kahn import kahn_one, priority_keys
 from jaxplace.decoder.layout import Spec
 from jaxplace.decoder.scoring import unit_priorities
@@ -66,7 +66,7 @@ def partitions(problem: Problem, spec: Spec, out, count: int) -> list[Partition]
         return [traceback(problem, order[i, :n].astype(np.int64), ch[i])
                 for i in range(count)]
     # units, CPUs: the device-typed DP of the reference on the host, float64
-    from jaxplace.reference import slice_order
+    from jaxplace.objectives.throughput.reference import slice_order
 
     order = np.asarray(out)
     units = problem.graph.units

@@ -141,7 +141,7 @@ def check_X(problem: Problem, X) -> np.ndarray:
 
 
 def host_unit_priorities(problem: Problem, X: np.ndarray) -> np.ndarray:
-    """(P, U) unit priorities in X's dtype, as `jaxplace.reference.kahn` takes them."""
+    """(P, U) unit priorities in X's dtype, as `jaxplace.objectives.throughput.reference.kahn` takes them."""
     units = problem.graph.units
     if units.trivial:
         return X
@@ -341,7 +341,7 @@ class Evaluator:
         near-ties between splits may resolve differently from the float64 reference
         (cost within FLOAT32_RTOL); in float64 the partition equals the reference's.
         Heterogeneous problems: unit orders in JAX, split by the reference's
-        device-typed DP on the host (`jaxplace.reference.slice_order`).
+        device-typed DP on the host (`jaxplace.objectives.throughput.reference.slice_order`).
         """
         single = np.ndim(x) == 1
         spec = self.spec

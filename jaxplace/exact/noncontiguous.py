@@ -10,7 +10,7 @@ tensors touching the same set E of units, sizes summed) and accelerator b a cont
 c[g, b] >= |x[e, b] - x[p, b]| for e in E (p: the producer's unit), which is 1 exactly
 when b holds some but not all of E, i.e. the tensor enters or leaves b: paid once
 leaving its producer's block and once entering each other block, as
-`jaxplace.cost.evaluate_partition` (and their `comm_in` / `comm_out`) count it.
+`jaxplace.objectives.throughput.cost.evaluate_partition` (and their `comm_in` / `comm_out`) count it.
 
     minimize z
     sum_b x[u, b] = 1                                           every unit, one block
@@ -404,7 +404,7 @@ def contiguous_start(problem: Problem, time_limit: float | None = None):
     optimum) when it finishes within `time_limit`, else the DFS linearization sliced
     once (NumPy reference)."""
     from jaxplace.exact.dp import solve_ideals
-    from jaxplace.reference import decode_reference
+    from jaxplace.objectives.throughput.reference import decode_reference
     from jaxplace.search.baselines import dfs_order, order_to_priorities
 
     part = decode_reference(problem, order_to_priorities(dfs_order(problem.graph)))
@@ -512,7 +512,7 @@ class SolveOptions:
 
 def _warm_start(problem: Problem, start, opts: SolveOptions, limit: float):
     """(assignment or None, cost, source) of the MIP start."""
-    from jaxplace.cost import evaluate_partition
+    from jaxplace.objectives.throughput.cost import evaluate_partition
 
     if start is not None:
         a = evaluate_partition(problem, start, contiguous=False)
@@ -537,7 +537,7 @@ def solve_noncontiguous(problem: Problem, start=None, options: SolveOptions | No
         cancel: a threading.Event; once set, HiGHS stops at its next callback.
         on_incumbent: called with each improving (n,) assignment HiGHS finds.
     """
-    from jaxplace.cost import evaluate_partition
+    from jaxplace.objectives.throughput.cost import evaluate_partition
 
     opts = options or SolveOptions()
     if kw:
@@ -616,9 +616,9 @@ def noncontiguous_search(req):
     warm start and the phase times. Method options (`jp.search(..., key=value)`):
     `start` (a split to start from) and the fields of `SolveOptions`.
     """
-    from jaxplace.cost import evaluate_partition
+    from jaxplace.objectives.throughput.cost import evaluate_partition
     from jaxplace.partition import Partition
-    from jaxplace.reference import decode_reference
+    from jaxplace.objectives.throughput.reference import decode_reference
     from jaxplace.search.baselines import order_to_priorities
     from jaxplace.search.result import History, Result
     from jaxplace.search.stop import Progress

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from jaxplace.cost import evaluate_partition
+from jaxplace.objectives.throughput.cost import evaluate_partition
 from jaxplace.exact.atoms import Atoms
 from jaxplace.problem import Problem
 

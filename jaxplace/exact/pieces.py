@@ -16,7 +16,7 @@ search keeps at most `max_states` ideals per run; when it had to drop some, the 
 is an upper bound and `VirtualPieces.minimal` is False.
 
 Contiguity is taken on `units.ordering_edges` (forward edges of training graphs, as
-`jaxplace.cost.quotient_order`); a node off those edges (a backward node) joins the
+`jaxplace.objectives.throughput.cost.quotient_order`); a node off those edges (a backward node) joins the
 piece of the first forward node of its colour class on the same device, else the first
 piece of its device.
 """
@@ -165,7 +165,7 @@ def virtual_pieces(problem: Problem, assignment, *,
         assignment: (n,) block of every node (any split, contiguous or not).
         max_states: ideals kept per run by the search.
     """
-    from jaxplace.cost import check_assignment
+    from jaxplace.objectives.throughput.cost import check_assignment
 
     a = check_assignment(problem, assignment)
     dag = _Dag(problem, a)
@@ -186,7 +186,7 @@ def pipeline_cost(problem: Problem, assignment, pieces: VirtualPieces):
     them as the pipeline runs."""
     from dataclasses import replace
 
-    from jaxplace.cost import evaluate_partition
+    from jaxplace.objectives.throughput.cost import evaluate_partition
 
     cost = evaluate_partition(problem, assignment, contiguous=False)
     seen = list(dict.fromkeys(int(d) for d in pieces.device))

@@ -107,7 +107,7 @@ def neurips_result(problem, assignment) -> dict:
     {"maxLoad": x, "fpgas": [{"load", "nodes"}...], "cpus": [{"load", "nodes"}...]}
     with one entry per device (k accelerators, problem.cpus CPUs), node ids as in the
     input file."""
-    from jaxplace.cost import evaluate_partition
+    from jaxplace.objectives.throughput.cost import evaluate_partition
 
     cost = evaluate_partition(problem, assignment)
     ids = problem.graph.node_ids

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from jaxplace.cost import evaluate_partition, simple_lower_bound
+from jaxplace.objectives.throughput.cost import evaluate_partition, simple_lower_bound
 from jaxplace.errors import JaxplaceError
 from jaxplace.importers.provenance import (  # noqa: F401 (model_provenance: export reads it here)
     model_provenance,

@@ -12,7 +12,7 @@ cluster read the same numbers. Stage s costs, per sample,
   consumed after it (producer in a stage < s, some consumer in a stage >= s), once,
   over the link devices[s-1] -> devices[s]: `count * latency[a, b] + bytes /
   bandwidth[a, b]` (per-transfer latency of the cluster file, row = sender). The
-  receiver pays it as in(s), the sender as out(s-1), as `jaxplace.cost` charges a
+  receiver pays it as in(s), the sender as out(s-1), as `jaxplace.objectives.throughput.cost` charges a
   tensor once leaving and once entering a block, and as
   `jaxplace.llm.cluster_split` charges a layer chain's activation;
 - a tensor needed two or more stages later is forwarded by the stages between (a

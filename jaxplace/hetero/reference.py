@@ -32,7 +32,7 @@ from jaxplace.hetero.model import (
     link_times,
 )
 from jaxplace.partition import Partition
-from jaxplace.reference import check_order, kahn
+from jaxplace.objectives.throughput.reference import check_order, kahn
 
 #: Rows of the (t, l) cost matrix built at once by the DP.
 _ROWS = 256

@@ -139,7 +139,7 @@ def device_orders(inst, x: np.ndarray):
 def polish(inst, k: int, x: np.ndarray) -> tuple[np.ndarray, float]:
     """(row, cost): x's node order re-sliced on other device orders (`device_orders`),
     the best by the reference DP (x itself when none is better)."""
-    from jaxplace.reference import kahn
+    from jaxplace.objectives.throughput.reference import kahn
 
     n = inst.n
     best = decode(inst, x, k)

@@ -1,7 +1,7 @@
 """The NumPy float64 list scheduler: the oracle of the batched JAX decoder.
 
 `list_schedule(inst, priorities)`: Kahn's order with priorities (highest first, ties
-to the smaller index; `jaxplace.reference.kahn` on a graph without placement units),
+to the smaller index; `jaxplace.objectives.throughput.reference.kahn` on a graph without placement units),
 then every op in that order goes to the device where it finishes earliest (ties to
 the lower index) among those where it can run and whose remaining memory holds it:
 
@@ -28,7 +28,7 @@ from jaxplace.errors import JaxplaceError
 from jaxplace.graph import CompGraph
 from jaxplace.latency import _events
 from jaxplace.latency.instance import LatencyInstance, Schedule, Transfer
-from jaxplace.reference import kahn_csr
+from jaxplace.objectives.throughput.reference import kahn_csr
 
 
 def kahn_order(graph: CompGraph, priorities) -> np.ndarray:

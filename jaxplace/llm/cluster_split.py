@@ -4,7 +4,7 @@ Stage s runs on device `order[s]` (distinct devices): its time is the roofline t
 its layers on that device's profile, plus the activation entering it over the link
 from the previous stage's device and the one leaving it over the link to the next
 (each direction's bandwidth and latency from the cluster file; in training the
-gradient crosses back, so twice), the same stage cost as `jaxplace.cost` with
+gradient crosses back, so twice), the same stage cost as `jaxplace.objectives.throughput.cost` with
 per-device speeds and per-link bandwidths. Memory: a stage's resident bytes plus its
 largest working set must fit `memory_fraction` of its device's memory. The objective
 is the bottleneck stage time (the pipeline's throughput).

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from jaxplace.cost import quotient_order
+from jaxplace.objectives.throughput.cost import quotient_order
 from jaxplace.multilevel.coarsen import Level
 from jaxplace.problem import Problem
 

@@ -31,7 +31,7 @@ import time
 
 import numpy as np
 
-from jaxplace.cost import evaluate_partition
+from jaxplace.objectives.throughput.cost import evaluate_partition
 from jaxplace.multilevel.coarsen import COARSEST_UNITS, Level, coarsen, unit_level
 from jaxplace.multilevel.memory import check_memory
 from jaxplace.multilevel.project import consistent_order, to_finer, to_nodes

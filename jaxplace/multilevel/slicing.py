@@ -1,6 +1,6 @@
 """The exact SliceGraph DP of one order, fast enough for 20,000-node orders.
 
-Same recurrence and costs as `jaxplace.reference.slice_order` (float64; placement
+Same recurrence and costs as `jaxplace.objectives.throughput.reference.slice_order` (float64; placement
 units, overflow and capacity included), pruned without losing the optimum:
 
 - an upper bound `ub` on the optimum (the equal-work cut of the same order, evaluated
@@ -25,7 +25,7 @@ import numpy as np
 from jaxplace.errors import JaxplaceError
 from jaxplace.partition import Partition
 from jaxplace.problem import Problem
-from jaxplace.reference import slice_order, unit_order
+from jaxplace.objectives.throughput.reference import slice_order, unit_order
 from jaxplace.units import sorted_unique
 
 #: Largest order (in placement units) handed to the O(n^2 k) reference when the
@@ -36,7 +36,7 @@ _SLACK = 1e-9
 
 
 def column_events(problem: Problem, upos: np.ndarray):
-    """Vectorized `jaxplace.reference._column_events`, as CSR arrays by column:
+    """Vectorized `jaxplace.objectives.throughput.reference._column_events`, as CSR arrays by column:
     (ptr (U+1,), lo, hi, delta): from column r on, segments [l, r'] with
     lo <= l <= hi gain delta."""
     g, B = problem.graph, problem.bandwidth
@@ -103,7 +103,7 @@ def equal_work_cuts(work: np.ndarray, k: int) -> np.ndarray:
 
 def slice_units(problem: Problem, order, bound: float | None = None) -> Partition:
     """Optimal split of a node `order` into at most k contiguous blocks (the cost of
-    `jaxplace.reference.slice_order`); see the module doc. `bound`: only partitions
+    `jaxplace.objectives.throughput.reference.slice_order`); see the module doc. `bound`: only partitions
     costing at most it are looked for (+inf cost when there is none)."""
     g = problem.graph
     problem.objective_impl.require("identical_devices", field="problem")
@@ -239,7 +239,7 @@ def _add_events(cost: np.ndarray, lw: int, r: int, lo: np.ndarray, hi: np.ndarra
 def _equal_work_bound(problem: Problem, uo: np.ndarray, work: np.ndarray) -> float:
     """The exact cost of the equal-work cut of this unit order (an upper bound on the
     DP's optimum), +inf when infeasible."""
-    from jaxplace.cost import evaluate_partition
+    from jaxplace.objectives.throughput.cost import evaluate_partition
 
     units = problem.graph.units
     cuts = equal_work_cuts(work, problem.k)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from jaxplace.cost import simple_lower_bound
+from jaxplace.objectives.throughput.cost import simple_lower_bound
 from jaxplace.orders import dfs_order, seed_priorities
 from jaxplace.problem import Problem
 

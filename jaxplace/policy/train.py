@@ -241,7 +241,7 @@ def update_memory(memory, idx, z, r):
 def canonical_latents(problem, x, width: int, scale: float = 3.0) -> np.ndarray:
     """(width,) latent whose order is Kahn(x)'s: the node at position i of the order
     gets scale * (1 - 2 i / (n - 1)), evenly spread inside the model's mean range."""
-    from jaxplace.reference import kahn
+    from jaxplace.objectives.throughput.reference import kahn
 
     order = kahn(problem.graph, np.asarray(x, np.float64)[:problem.n])
     n = problem.n
@@ -253,7 +253,7 @@ def canonical_latents(problem, x, width: int, scale: float = 3.0) -> np.ndarray:
 def block_latents(problem, x, width: int, scale: float = 3.0) -> np.ndarray:
     """(width,) latent that gives every node of block b of decode(x) the level
     scale * (1 - 2 (b + 1/2) / blocks): one label for all orders with these blocks."""
-    from jaxplace.reference import decode_reference
+    from jaxplace.objectives.throughput.reference import decode_reference
 
     part = decode_reference(problem, np.asarray(x, np.float64)[:problem.n])
     z = np.zeros(width, np.float32)
@@ -342,7 +342,7 @@ def training_spec(cfg: TrainConfig, problems):
 def device_pool(problems, spec, sizes: F.Sizes, anchor: bool = False) -> dict:
     """Stacked padded model inputs (`anchor`: with DFS ranks), decoder graphs and
     lower bounds, on device."""
-    from jaxplace.cost import simple_lower_bound
+    from jaxplace.objectives.throughput.cost import simple_lower_bound
     from jaxplace.decoder import stack_graphs
 
     _, inputs = F.stack([F.featurize(p, anchor) for p in problems], sizes)

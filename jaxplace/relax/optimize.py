@@ -162,7 +162,7 @@ def start_orders(problem, count: int, N: int, seed: int = 0) -> np.ndarray:
     last): the DFS linearization, randomized DFS orders (successors in random
     order: chains stay together) and Kahn orders of uniform random priorities,
     alternating."""
-    from jaxplace.reference import kahn
+    from jaxplace.objectives.throughput.reference import kahn
     from jaxplace.search.baselines import dfs_order
 
     g = problem.graph

@@ -3,7 +3,7 @@
 Every node v gets a distribution P[v] over the K = k + cpus blocks (a softmax of
 logits; nodes of one placement unit share their unit's logits, so colocation holds by
 construction). With independent placements, the expected cost terms are
-(the MTPP block cost f(S) of `jaxplace.cost`):
+(the MTPP block cost f(S) of `jaxplace.objectives.throughput.cost`):
 
     work(b)    = sum_v P[v,b] work(v)            (cpu_latency on CPU blocks)
     param(b)   = sum_v P[v,b] param(v)
@@ -13,7 +13,7 @@ construction). With independent placements, the expected cost terms are
 
 (a tensor leaves its producer's block unless every consumer is there; it enters a
 block that holds some consumer and not the producer). CPU blocks pay no transfers or
-overflow. On one-hot P these are exactly `jaxplace.cost.evaluate_partition`'s terms;
+overflow. On one-hot P these are exactly `jaxplace.objectives.throughput.cost.evaluate_partition`'s terms;
 `exact_costs` evaluates them with hard max for overflow and +inf over the capacity.
 
 The products over consumers are sums of log-probabilities (`jax.ops.segment_sum`),
@@ -90,7 +90,7 @@ def topological_depth(problem: Problem) -> np.ndarray:
 
 def relax_graph(problem: Problem, dtype=jnp.float32, pad: bool = True) -> RelaxGraph:
     """The padded surrogate arrays of `problem` (sizes padded to powers of two: few compiles)."""
-    from jaxplace.cost import simple_lower_bound
+    from jaxplace.objectives.throughput.cost import simple_lower_bound
     from jaxplace.units import ordering_edges
 
     g = problem.graph

@@ -25,7 +25,7 @@ from jaxplace.orders import (
 )
 from jaxplace.problem import Problem
 from jaxplace.progress import bar
-from jaxplace.reference import decode_reference
+from jaxplace.objectives.throughput.reference import decode_reference
 
 
 def random_reference(problem: Problem, budget: int, seed: int, time_limit: float | None,

@@ -145,7 +145,7 @@ def _exact_first(req: SearchRequest, facts: dict, exact=None) -> Result | None:
 def _partition_of(problem, assignment, cost: float) -> Partition:
     """The `Partition` of a contiguous assignment: its blocks in pipeline order, each
     in the graph's topological order (the slicing of that order into those blocks)."""
-    from jaxplace.cost import evaluate_partition
+    from jaxplace.objectives.throughput.cost import evaluate_partition
 
     pc = evaluate_partition(problem, assignment)
     rank = np.empty(len(pc.total), np.int64)

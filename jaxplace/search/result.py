@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from jaxplace.reference import Partition
+from jaxplace.objectives.throughput.reference import Partition
 
 
 @dataclass(frozen=True)

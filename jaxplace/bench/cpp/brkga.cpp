@@ -7,7 +7,7 @@
 // streaming segment-cost column (range additions on a difference array). Tensors are
 // hyperedges: paid once leaving a block that holds a consumer elsewhere, once
 // entering each other block holding a consumer. Overflow max(0, param - M) / B and a
-// hard capacity (cost +inf) as in jaxplace.reference. The DP scans cut points from
+// hard capacity (cost +inf) as in jaxplace.objectives.throughput.reference. The DP scans cut points from
 // the right and stops once the segment's work alone reaches the best cost so far
 // (every cost term is non-negative, so this never changes the optimum).
 //

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from jaxplace.cost import evaluate_partition, simple_lower_bound
+from jaxplace.objectives.throughput.cost import evaluate_partition, simple_lower_bound
 from jaxplace.exact.bbr.cross import crossing_bound
 from jaxplace.exact.bbr.model import Model, build_model, tdata
 from jaxplace.exact.bbr.search import CheckStats, Memo, OutOfTime, check

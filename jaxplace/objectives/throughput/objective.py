@@ -2,7 +2,7 @@
 Tarnawski et al. (CPU blocks, memory overflow, hard capacity and colocation included).
 
 The fast special case of jaxplace: the batched Kahn + SliceGraph decoder scores
-candidates, the float64 reference (`jaxplace.reference`) decodes results, the DP over
+candidates, the float64 reference (`jaxplace.objectives.throughput.reference`) decodes results, the DP over
 ideals is the exact method on graphs with few ideals, and the whole certificate ladder
 (`jaxplace.bounds.registry.BOUNDS`) applies.
 """
@@ -16,7 +16,7 @@ import numpy as np
 
 from jaxplace.errors import JaxplaceError
 from jaxplace.objectives.base import FEATURES, OPTIONS, ExactAnswer, Objective, as_partition
-from jaxplace.reference import decode_reference, kahn
+from jaxplace.objectives.throughput.reference import decode_reference, kahn
 
 #: Graphs with at most this many ideals get the DP over ideals first (it proves the
 #: optimum in well under a second at a few thousand ideals, seconds at tens of
@@ -67,7 +67,7 @@ class Throughput(Objective):
     # -- costs ---------------------------------------------------------------------
     def evaluate_partition(self, problem, assignment, *, contiguous: bool = True,
                            devices=None):
-        from jaxplace.cost import partition_costs
+        from jaxplace.objectives.throughput.cost import partition_costs
 
         return partition_costs(problem, assignment, contiguous=contiguous)
 
@@ -86,7 +86,7 @@ class Throughput(Objective):
         return decode(problem, x, precision=precision, **settings)
 
     def lower_bound(self, problem) -> float:
-        from jaxplace.cost import throughput_lower_bound
+        from jaxplace.objectives.throughput.cost import throughput_lower_bound
 
         return throughput_lower_bound(problem)
 
@@ -101,7 +101,7 @@ class Throughput(Objective):
         """The stage table; a Result of the "noncontiguous" method carries its
         virtual pieces: the table then shows them and the pipeline they run in."""
         from jaxplace.exact.pieces import pipeline_cost
-        from jaxplace.report import throughput_report
+        from jaxplace.objectives.throughput.report import throughput_report
 
         part = as_partition(result)
         a, pieces = getattr(part, "assignment", part), getattr(result, "schedule", None)

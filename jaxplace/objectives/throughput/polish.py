@@ -30,7 +30,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from jaxplace.cost import evaluate_partition, throughput_lower_bound
+from jaxplace.objectives.throughput.cost import evaluate_partition, throughput_lower_bound
 from jaxplace.problem import Problem
 from jaxplace.search.programs import order_priorities
 

@@ -44,7 +44,7 @@ import time
 
 import numpy as np
 
-from jaxplace.cost import evaluate_partition
+from jaxplace.objectives.throughput.cost import evaluate_partition
 from jaxplace.objectives.throughput.polish import (
     POLISH_MAX_TIME,
     POLISH_MIP_NODES,
@@ -57,7 +57,7 @@ from jaxplace.objectives.throughput.polish import (
 from jaxplace.partition import Partition
 from jaxplace.problem import Problem
 from jaxplace.progress import bar
-from jaxplace.reference import decode_reference
+from jaxplace.objectives.throughput.reference import decode_reference
 from jaxplace.search.baselines import seed_priorities
 from jaxplace.search.local import shift_search
 from jaxplace.search.methods import evolve

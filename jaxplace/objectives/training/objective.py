@@ -53,7 +53,7 @@ class Training(ClosedFormCertify, Objective):
 
     def evaluate_partition(self, problem, assignment, *, contiguous: bool = True,
                            devices=None) -> SplitCost:
-        from jaxplace.cost import check_assignment
+        from jaxplace.objectives.throughput.cost import check_assignment
 
         if not contiguous:
             raise JaxplaceError("a training pipeline's stages are contiguous",

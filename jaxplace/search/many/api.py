@@ -37,7 +37,7 @@ BRKGA populations with migration, sized to the device, every problem of a bucket
 and all its islands in one call, sharded over the local devices); `mode=None` picks
 "islands" on GPUs and "default" elsewhere.
 
-Every reported cost is the float64 reference's (`jaxplace.reference`) of the
+Every reported cost is the float64 reference's (`jaxplace.objectives.throughput.reference`) of the
 reported partition.
 """
 
@@ -123,9 +123,9 @@ def prepare(problem: Problem, index: int, coupled: bool | None = None,
     """Validate one problem and compute its heuristic start, size class and (when
     `coupled`; None: the default search's rule, k >= 8) the policy distribution.
     `policies`: loaded policies by name, shared by the problems of one call."""
-    from jaxplace.cost import simple_lower_bound
+    from jaxplace.objectives.throughput.cost import simple_lower_bound
     from jaxplace.decoder.layout import graph_structure
-    from jaxplace.reference import decode_reference
+    from jaxplace.objectives.throughput.reference import decode_reference
     from jaxplace.search.baselines import seed_priorities
 
     if not isinstance(problem, Problem):
@@ -360,7 +360,7 @@ def _settings(method, time_limit, budget, seed, polish, options, mode=None
 
 def seed_result(p: Prepared, start: float, interrupted: bool = True) -> Result:
     """The best heuristic order's result (a problem whose search never ran)."""
-    from jaxplace.reference import decode_reference
+    from jaxplace.objectives.throughput.reference import decode_reference
 
     part = decode_reference(p.problem, p.x_seed)
     return Result(cost=float(part.cost), partition=part, priorities=p.x_seed,

@@ -30,7 +30,7 @@ def islands_search(req) -> Result:
     refinement's rounds on the best; default: the platform's). The first island starts from
     the better of the best heuristic order and the request's first seed row. No MIP
     polish (the default method has it)."""
-    from jaxplace.reference import decode_reference
+    from jaxplace.objectives.throughput.reference import decode_reference
 
     p = req.problem
     check_problems([p], field="problem")

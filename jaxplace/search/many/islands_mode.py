@@ -264,7 +264,7 @@ def refine_results(group: IslandGroup, results: list, steps: int):
 def finish(m, r, s: IslandSettings, times: list[float], info: dict, settings, start: float,
            interrupted: bool, cancel: threading.Event | None = None) -> Result:
     """The Result of problem `m` (a `Prepared`) from its `IslandResult`."""
-    from jaxplace.reference import decode_reference
+    from jaxplace.objectives.throughput.reference import decode_reference
 
     p = m.problem
     x = np.asarray(r.x, np.float32)[:p.n]

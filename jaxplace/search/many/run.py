@@ -213,7 +213,7 @@ class BucketRun:
     # -- results ----------------------------------------------------------------------
 
     def _finish(self, i: int, x, evals: int, interrupted: bool) -> tuple[int, Result]:
-        from jaxplace.reference import decode_reference
+        from jaxplace.objectives.throughput.reference import decode_reference
 
         m = self.members[i]
         p = m.problem
@@ -259,7 +259,7 @@ def polish_result(problem, lower_bound: float, part, x, evals: int, info: dict,
         polish_skipped,
         polish_time,
     )
-    from jaxplace.reference import decode_reference
+    from jaxplace.objectives.throughput.reference import decode_reference
 
     want = settings.polish
     if want is False or (want is None and not polish_applies(problem)):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from jaxplace.cost import PartitionCost
+from jaxplace.objectives.throughput.cost import PartitionCost
 from jaxplace.problem import Problem
 
 
