@@ -49,7 +49,7 @@ class Throughput(Objective):
     search_methods = None
 
     def matches(self, problem) -> bool:
-        # a cluster, uniform or not, goes to the unequal-devices model (hetero/)
+        # a cluster, uniform or not, goes to the unequal-devices model (objectives/throughput_unequal/)
         return problem.objective == "throughput" and problem.cluster is None
 
     @property
