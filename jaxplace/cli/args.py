@@ -122,6 +122,11 @@ def add_model_args(p: argparse.ArgumentParser, *, default_device: str | None = N
                         "matmul+bias+act, elementwise chains; importers.fusion); results "
                         "map back to the original ops. Put the model file first or "
                         "write --coarsen=fusion")
+    g.add_argument("--fusion", choices=("runtime", "none"), default=None,
+                   help="runtime (default): cost the graph as an optimizing runtime "
+                        "launches it (MatMul+bias -> Gemm, GELU -> Gelu, attention -> "
+                        "Attention, Transpose/Split feeding matrix ops free; "
+                        "importers.runtime_fusion); none: every ONNX op as exported")
     g.add_argument("--dim", action="append", default=[], metavar="NAME=VALUE",
                    help="value of a symbolic ONNX dimension, e.g. --dim batch=8 "
                         "(repeatable; others default to 1)")
@@ -143,7 +148,8 @@ def coarsen_mode(value: str) -> str:
 
 _MODEL_FLAGS = (("device", "--device"), ("peak_tflops", "--peak-tflops"),
                 ("mem_bw", "--mem-bw"), ("link_bw", "--link-bw"),
-                ("launch_us", "--launch-us"), ("coarsen", "--coarsen"), ("dim", "--dim"))
+                ("launch_us", "--launch-us"), ("coarsen", "--coarsen"), ("dim", "--dim"),
+                ("fusion", "--fusion"))
 
 
 def device_from_args(args):
@@ -175,6 +181,7 @@ def dims_from_args(args) -> dict[str, int]:
 def model_options(args) -> dict:
     """Keyword arguments of `load_model_file` from the model flags."""
     return {"device": device_from_args(args), "coarsen": args.coarsen,
+            "fusion": getattr(args, "fusion", None) or "runtime",
             "dim_values": dims_from_args(args)}
 
 

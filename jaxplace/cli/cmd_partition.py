@@ -214,6 +214,15 @@ def _header(source: str, problem, found) -> str:
             + (f" ({found.stopped})" if found.stopped else ""))
 
 
+def _print_fusion_line(meta) -> None:
+    """What the ONNX importer fused (so costs compare with jaxplace.torch's); nothing
+    for other inputs."""
+    if meta.get("format") == "onnx":
+        from jaxplace.importers.runtime_fusion import summary_line
+
+        print(summary_line(meta), flush=True)
+
+
 def run(args) -> int:
     from jaxplace.formats import save_result
 
@@ -240,6 +249,7 @@ def run(args) -> int:
         if found is None:
             return runner.nothing_written("a first solution was found")
         print(_header(source, problem, found), flush=True)
+        _print_fusion_line(problem.graph.meta)
         best, cost, found_by = found.result, float(found.result.cost), \
             found.info.get("found_by", found.method)
         if not math.isfinite(cost):  # nothing to write: refused, exit 2

@@ -24,6 +24,7 @@ from jaxplace.importers.fusion import DEFAULT_RULES, FusionRule, fuse
 from jaxplace.importers.jax_trace import from_jax
 from jaxplace.importers.onnx_import import from_onnx
 from jaxplace.importers.roofline import classify, is_cheap
+from jaxplace.importers.runtime_fusion import summary_line as fusion_summary_line
 
 MODEL_SUFFIXES = (".onnx",)
 
@@ -40,6 +41,7 @@ __all__ = [
     "from_jax",
     "from_onnx",
     "fuse",
+    "fusion_summary_line",
     "get_device",
     "is_cheap",
     "load_model_file",
@@ -84,6 +86,9 @@ def summarize(graph: CompGraph, top: int = 10) -> str:
                      f"parameters (opset {graph.meta.get('opset', '?')})"
                      + (f"; symbolic dims set to 1: {', '.join(graph.meta['defaulted_dims'])}"
                         if graph.meta.get("defaulted_dims") else ""))
+        fused = fusion_summary_line(graph.meta)
+        if fused:
+            lines.append(fused)
     dev = graph.meta.get("device")
     if isinstance(dev, dict) and "name" in dev:
         lines.append(f"device profile: {dev['name']} ({dev.get('description', '')})")

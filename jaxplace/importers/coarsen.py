@@ -15,7 +15,9 @@ group (no fusion discount is claimed), tensors produced and consumed inside a gr
 disappear, the others keep their sizes. The mapping back is kept in `meta`:
 `coarsen_members[i]` lists the original node indices of coarse node `i` (first one
 = the group's head, whose name, id and op type the coarse node keeps), and
-`expand_assignment` maps a coarse partition back to the original nodes.
+`expand_assignment` maps a coarse partition back to the original nodes (an input that
+was itself grouped, a runtime-fused ONNX import, has its `coarsen_members` composed:
+they reach the ONNX ops).
 """
 
 from __future__ import annotations
@@ -73,10 +75,14 @@ def coarsen(graph: CompGraph, *, is_fusible=None) -> CompGraph:
         names = [graph.names[m[0]] + (f"(+{len(m) - 1})" if len(m) > 1 else "")
                  for m in members]
     meta = dict(graph.meta)
-    meta["coarsen_members"] = members
-    meta["coarsen_original_nodes"] = n
-    if graph.names is not None:
-        meta["coarsen_original_names"] = list(graph.names)
+    if "coarsen_members" in graph.meta:  # a runtime-fused import: compose, so results
+        inner = graph.meta["coarsen_members"]  # still name every ONNX op
+        meta["coarsen_members"] = [[w for v in m for w in inner[v]] for m in members]
+    else:
+        meta["coarsen_members"] = members
+        meta["coarsen_original_nodes"] = n
+        if graph.names is not None:
+            meta["coarsen_original_names"] = list(graph.names)
     return CompGraph(work, (), param, out, tensors=tensors, names=names,
                      op_types=[graph.op_types[m[0]] for m in members],
                      node_ids=[graph.node_ids[m[0]] for m in members], node_attrs=attrs,

@@ -262,7 +262,24 @@ def fuse(graph: CompGraph, rules=DEFAULT_RULES) -> CompGraph:
         if not isinstance(r, FusionRule) or not r.pattern:
             raise JaxplaceError(f"must be FusionRules with a pattern, got {r!r}",
                                 field="rules")
-    group, members, rule_of = _groups(graph, rules)
+    _, members, rule_of = _groups(graph, rules)
+    meta = _meta(graph, members, rule_of, _profile(graph) is not None)
+    return merge_groups(graph, members, ["+".join(graph.op_types[v] for v in m)
+                                         for m in members], meta)
+
+
+def merge_groups(graph: CompGraph, members, op_types, meta: dict) -> CompGraph:
+    """`graph` with each list of `members` (every node in exactly one; head first, whose
+    name and id the group keeps) made one node of type `op_types[i]`, costed by
+    `group_cost` when the graph has a device profile (else the sum of its members'
+    work); `meta` is the new graph's. No cycle when only a group's last op sends
+    edges out of it (the module docstring's argument)."""
+    n = graph.num_nodes
+    group = np.full(n, -1)
+    for i, m in enumerate(members):
+        group[m] = i
+    if (group < 0).any():
+        raise JaxplaceError("every node must be in one group", field="members")
     k = len(members)
     prof = _profile(graph)
     tensors, internal = [], np.zeros(k)
@@ -289,13 +306,11 @@ def fuse(graph: CompGraph, rules=DEFAULT_RULES) -> CompGraph:
                 attrs["out_bytes"][i] = c["out_bytes"]
     attrs["fused_count"] = np.asarray([len(m) for m in members], dtype=np.int64)
     size_out = np.bincount(group, weights=graph.size_out, minlength=k) - internal
-    ops = graph.op_types
     names = None if graph.names is None else [
         graph.names[m[0]] + (f"(+{len(m) - 1})" if len(m) > 1 else "") for m in members]
-    meta = _meta(graph, members, rule_of, prof is not None)
     return CompGraph(work, (), np.bincount(group, weights=graph.size_param, minlength=k),
                      np.maximum(size_out, 0.0), tensors=tensors, names=names,
-                     op_types=["+".join(ops[v] for v in m) for m in members],
+                     op_types=list(op_types),
                      node_ids=[graph.node_ids[m[0]] for m in members], node_attrs=attrs,
                      meta=meta)
 

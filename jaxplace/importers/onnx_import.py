@@ -16,6 +16,14 @@ names defaulted are listed in `meta["defaulted_dims"]`), shapes come from
 - Loop/If/Scan are one node each, costed from their outputs like an unknown op
   (their subgraphs are not inspected); the outer tensors they read are their inputs.
 
+By default the graph is then costed as an optimizing runtime launches it
+(`jaxplace.importers.runtime_fusion`, `fusion="runtime"`): MatMul + bias Add is one
+Gemm, the GELU and attention patterns one op each, and Transpose / Split that only
+feed matrix ops (or re-view data) are free, as in eager PyTorch and ONNX Runtime with
+its graph optimizations; `meta["runtime_fusion"]` counts what was fused.
+`fusion="none"` costs every op as exported (an upper estimate: a launch and a memory
+round trip per op).
+
 An op type with no cost rule is costed by `UNKNOWN_RULE` and named once through
 `warn`. Units: `work` in microseconds, tensor sizes in microseconds of link transfer
 (use `bandwidth=1`), `size_param` in bytes; raw `flops`, `bytes_moved`, `out_bytes`,
@@ -67,7 +75,8 @@ def _dtype_name(onnx, elem_type: int) -> str:
 
 
 def from_onnx(model, device: str | DeviceProfile = "h100", *, coarsen: bool | str = False,
-              dim_values: dict[str, int] | None = None, default_dim: int = 1,
+              fusion: str = "runtime", dim_values: dict[str, int] | None = None,
+              default_dim: int = 1,
               warn: Callable[[str], None] | None = warn_line) -> CompGraph:
     """Build the computation graph of an ONNX model.
 
@@ -76,17 +85,28 @@ def from_onnx(model, device: str | DeviceProfile = "h100", *, coarsen: bool | st
             `onnx.ModelProto`.
         device: a profile name (see `device_names()`) or a DeviceProfile.
         coarsen: fuse chains of cheap elementwise ops into their producer; "fusion":
-            MOIRAI's fusion-rule coarsening (`jaxplace.importers.fusion`).
+            MOIRAI's fusion-rule coarsening (`jaxplace.importers.fusion`). Applied
+            after `fusion`.
+        fusion: "runtime" (default): cost the graph as an optimizing runtime launches
+            it (`runtime_fusion`: MatMul+bias -> Gemm, GELU -> Gelu, attention ->
+            Attention, Transpose/Split feeding matrix ops free); "none": every ONNX op
+            as exported.
         dim_values: values of symbolic dimensions, e.g. {"batch": 8}.
         default_dim: value of any other symbolic or unknown dimension.
         warn: called once with a one-line warning naming the op types that have no
             cost rule (None: silent; they are listed in `meta["unknown_ops"]` anyway).
     """
+    from jaxplace.importers import runtime_fusion
+
+    if fusion not in runtime_fusion.MODES:
+        raise JaxplaceError(f"expected one of {', '.join(runtime_fusion.MODES)}, got "
+                            f"{fusion!r}", field="fusion")
     dev = get_device(device)
     proto, source = load_model(model)
     try:
         folded = fold(proto, dim_values, default_dim, source)
-        graph = _convert(folded, dev, source)
+        plan = runtime_fusion.find(folded) if fusion == "runtime" else None
+        graph = _convert(folded, dev, source, free=plan.free if plan else ())
     except JaxplaceError as exc:
         raise (exc.with_source(source) if source else exc) from None
     unknown, unshaped = graph.meta["unknown_ops"], graph.meta["unshaped_tensors"]
@@ -98,6 +118,8 @@ def from_onnx(model, device: str | DeviceProfile = "h100", *, coarsen: bool | st
         warn(f"{name}: {len(unshaped)} tensor{'s have' if len(unshaped) > 1 else ' has'} "
              f"no static shape (e.g. {unshaped[0]!r}; a data-dependent op or a "
              "dimension --dim does not fix): counted as 0 bytes")
+    if plan is not None:
+        graph = runtime_fusion.apply(graph, plan)
     if coarsen == "fusion":
         from jaxplace.importers.fusion import fuse
 
@@ -109,7 +131,8 @@ def from_onnx(model, device: str | DeviceProfile = "h100", *, coarsen: bool | st
     return graph
 
 
-def _convert(folded: FoldedModel, dev, source) -> CompGraph:
+def _convert(folded: FoldedModel, dev, source, free=()) -> CompGraph:
+    """The as-exported graph; the compute ops at positions `free` cost nothing."""
     onnx = require_onnx()
     g = folded.model.graph
     info = folded.info
@@ -127,7 +150,7 @@ def _convert(folded: FoldedModel, dev, source) -> CompGraph:
     dtype_flops: dict[str, float] = {}
     read = {s for n in g.node for s in [*n.input, *subgraph_inputs(n)]} | {
         o.name for o in g.output}  # an unread output (a Dropout mask) needs no shape
-    for i in folded.compute:
+    for pos, i in enumerate(folded.compute):
         node = g.node[i]
         ins = [s for s in node.input if s]
         reads = list(dict.fromkeys([*ins, *sorted(subgraph_inputs(node))]))
@@ -142,6 +165,8 @@ def _convert(folded: FoldedModel, dev, source) -> CompGraph:
         outs = list(node.output)
         unshaped.update(o for o in outs if o in read and info.get(o, (None, 0))[0] is None)
         flops, moved, t, dtype = _node_cost(onnx, node, ins, info, nbytes, dev, unknown)
+        if pos in free:  # a runtime folds it into its consumers: no kernel, no bytes
+            flops = moved = t = 0.0
         dtype_flops[dtype] = dtype_flops.get(dtype, 0.0) + flops
         _, tids = b.add_node(folded.names[i], node.op_type, flops, moved, t,
                              in_tensors=sorted(set(in_tensors)), in_params=in_params,

@@ -1,0 +1,529 @@
+"""Cost an ONNX graph as an optimizing runtime launches it, not as it was exported.
+
+An exporter writes what the framework's kernels do in several small ops: the bias of
+a linear layer as a separate Add, GELU as a chain of Mul/Add/Tanh (or Erf), attention
+as MatMul, scale, mask, Softmax, MatMul, and the head split as Split/Reshape/Transpose
+copies. ONNX Runtime's graph optimizations (and eager PyTorch, which never had those
+ops apart) launch one kernel for each of them, so costing the graph as exported
+charges a launch and a memory round trip per piece: the same module then costs two
+to three times more through `from_onnx` than through `jaxplace.torch`. This pass
+finds the patterns on the folded graph (`onnx_fold.FoldedModel`: producers,
+consumers, constant values; never node names) and costs each as one kernel:
+
+- "gemm": MatMul whose only consumer is an Add of a constant bias over its last axis
+  (one value per output column) -> one Gemm (as torch's addmm, ORT's MatMulAddFusion);
+- "gelu": the elementwise cone of a Tanh or Erf (or Sigmoid) between one tensor x and
+  one output that computes GELU, tanh approximation or erf form (or SiLU, x *
+  sigmoid(x)) -> one Gelu (Swish) op. The cone is found on the graph and then checked
+  by evaluating it at 41 points against the function, so every operand order and
+  constant placement an exporter writes is matched, and nothing else is; opset 20's
+  Gelu op is one op already;
+- "attention": Softmax over the last axis whose input comes from a MatMul (Q K^T)
+  through optional scale (Mul/Div by a scalar), mask (Add, Where) and view ops, each
+  with that single consumer, and whose output feeds only a MatMul (P V); scalar
+  Mul/Div whose only consumer is the first MatMul (the exporters scale Q and K^T
+  each by sqrt(scale)) join it -> one Attention op (torch's
+  scaled_dot_product_attention, ORT's MultiHeadAttention);
+- "free": Transpose and Split that move no data a runtime has to move: every
+  consumer, through views (Reshape, Squeeze, ...) and other such ops, is a matrix
+  op or a fused group above (a GEMM reads its operands strided: ORT's
+  MatMulTransposeFusion, torch's views), or the op only re-views its input (a
+  Transpose of size-1 axes, a Split into contiguous chunks), or its outputs are
+  never read (a runtime removes dead nodes) -> cost 0, no launch, as torch views.
+
+A fused group is one node with the FLOPs of all its members (nothing is dropped: a
+Gemm still does its bias adds) and one memory round trip: the inputs it reads from
+outside the group, its parameters and its output; time = max(sum of the members'
+compute terms, bytes / memory bandwidth) + one launch (`fusion.group_cost`, the
+rule of `--coarsen fusion`). Ops outside every pattern keep their cost, and a graph
+without the patterns is returned unchanged. Members map back to the ONNX ops through
+`meta["coarsen_members"]` (as coarsening's), so results still name every ONNX op.
+`meta["runtime_fusion"]` counts each pattern; `summary_line` says it in one line.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from jaxplace.importers import roofline as rl
+
+MODES = ("runtime", "none")
+#: Fused op types, as the runtime kernels are named.
+FUSED_OP = {"gemm": "Gemm", "gelu": "Gelu", "silu": "Swish", "attention": "Attention"}
+_ELT = frozenset({"Add", "Sub", "Mul", "Div", "Pow", "Tanh", "Erf", "Sigmoid", "Sqrt"})
+_ANCHORS = {"Tanh": "gelu", "Erf": "gelu", "Sigmoid": "silu"}
+_PASS = frozenset({"Transpose", "Split"})
+_MATRIX = frozenset({"MatMul", "Gemm", "MatMulInteger", "FusedMatMul", "Einsum"})
+_MAX_CONE = 16  # nodes: the longest GELU export is 9
+
+
+@dataclass
+class Plan:
+    """What the pass found. Node indices are positions in `FoldedModel.compute`
+    (= node indices of the graph `from_onnx` builds before fusion)."""
+
+    groups: list[tuple[str, list[int]]] = field(default_factory=list)  # head first
+    free: set[int] = field(default_factory=set)
+
+    def counts(self) -> dict[str, int]:
+        c = Counter(p for p, _ in self.groups)
+        out = {p: int(c[p]) for p in FUSED_OP if c[p]}
+        if self.free:
+            out["free"] = len(self.free)
+        return out
+
+
+class _View:
+    """Producers, consumers and constant values of the folded graph's compute ops."""
+
+    def __init__(self, folded):
+        g = folded.model.graph
+        self.folded = folded
+        self.nodes = [g.node[i] for i in folded.compute]
+        self.prod: dict[str, int] = {}
+        self.cons: dict[str, list[int]] = {}
+        for v, n in enumerate(self.nodes):
+            for o in n.output:
+                if o:
+                    self.prod[o] = v
+            for s in dict.fromkeys(s for s in n.input if s):
+                if s not in folded.const:
+                    self.cons.setdefault(s, []).append(v)
+        self.graph_out = {o.name for o in g.output}
+
+    def op(self, v: int) -> str:
+        n = self.nodes[v]
+        return n.op_type if n.domain in ("", "ai.onnx") else f"{n.domain}.{n.op_type}"
+
+    def tensors_in(self, v: int) -> list[str]:
+        """Non-constant inputs of v."""
+        return [s for s in self.nodes[v].input if s and s not in self.folded.const]
+
+    def consts_in(self, v: int) -> list[str]:
+        return [s for s in self.nodes[v].input if s and s in self.folded.const]
+
+    def outs(self, v: int) -> list[str]:
+        return [o for o in self.nodes[v].output if o]
+
+    def single_consumer(self, v: int) -> int | None:
+        """v's only consumer when v has one output, read by one op, not a graph output."""
+        outs = self.outs(v)
+        if len(outs) != 1 or outs[0] in self.graph_out:
+            return None
+        cs = self.cons.get(outs[0], [])
+        return cs[0] if len(cs) == 1 else None
+
+    def scalar(self, s: str) -> float | None:
+        val = self.folded.values.get(s)
+        if val is None or np.asarray(val).size != 1:
+            return None
+        try:
+            return float(np.asarray(val, dtype=np.float64).reshape(()))
+        except (TypeError, ValueError):
+            return None
+
+    def shape(self, s: str):
+        return self.folded.info.get(s, (None, 0))[0]
+
+
+def find(folded) -> Plan:
+    """The patterns of the module docstring in `folded` (an `onnx_fold.FoldedModel`)."""
+    view = _View(folded)
+    plan = Plan()
+    taken: set[int] = set()
+    for v in range(len(view.nodes)):
+        if view.op(v) == "Softmax" and v not in taken:
+            m = _attention(view, v, taken)
+            if m is not None:
+                plan.groups.append(("attention", m))
+                taken.update(m)
+    for v in range(len(view.nodes)):
+        if view.op(v) in _ANCHORS and v not in taken:
+            found = _activation(view, v, taken)
+            if found is not None:
+                plan.groups.append(found)
+                taken.update(found[1])
+    for v in range(len(view.nodes)):
+        if view.op(v) == "MatMul" and v not in taken:
+            a = _bias_add(view, v, taken)
+            if a is not None:
+                plan.groups.append(("gemm", [v, a]))
+                taken.update((v, a))
+    plan.free = _free_layout(view, plan)
+    return plan
+
+
+# -- GEMM ---------------------------------------------------------------------------
+
+def _bias_add(view: _View, v: int, taken) -> int | None:
+    """The Add that adds a constant bias (one value per output column) to MatMul v's
+    output, when it is v's only consumer."""
+    a = view.single_consumer(v)
+    if a is None or a in taken or view.op(a) != "Add" or len(view.tensors_in(a)) != 1:
+        return None
+    consts = view.consts_in(a)
+    out = view.shape(view.outs(v)[0])
+    b = view.shape(consts[0]) if len(consts) == 1 else None
+    if not out or b is None or rl.numel(b) != out[-1] or (b and b[-1] != out[-1]):
+        return None
+    if view.shape(view.outs(a)[0]) != out:  # the bias must not broadcast the output
+        return None
+    return a
+
+
+# -- attention ----------------------------------------------------------------------
+
+def _attention(view: _View, s: int, taken) -> list[int] | None:
+    node = view.nodes[s]
+    x = view.tensors_in(s)
+    rank = len(view.shape(x[0]) or []) if x else 0
+    # opset 13 made -1 the default axis; before, 1 (and the input seen as 2-D from the
+    # axis on, which is a last-axis softmax only when axis is the last)
+    axis = next((a.i for a in node.attribute if a.name == "axis"),
+                -1 if view.folded.opset >= 13 else 1)
+    if len(x) != 1 or rank < 2 or axis % rank != rank - 1:
+        return None
+    chain, t = [], x[0]
+    for _ in range(6):  # back from the softmax: views, scale, mask, to Q K^T
+        p = view.prod.get(t)
+        if p is None or p in taken or view.single_consumer(p) is None:
+            return None
+        op = view.op(p)
+        if op == "MatMul":
+            break
+        if rl.classify(op) == "view" or (op in ("Mul", "Div") and _scaled(view, p)):
+            t = view.tensors_in(p)[0] if view.tensors_in(p) else None
+        elif op == "Add" and len(view.tensors_in(p)) in (1, 2):
+            t = _other_input(view, p, chain)
+        elif op == "Where" and len(view.nodes[p].input) == 3:
+            ins = list(view.nodes[p].input)
+            cands = [s for s in ins[1:] if s and s not in view.folded.const
+                     and view.prod.get(s) is not None
+                     and view.op(view.prod[s]) in ("MatMul", "Mul", "Div", "Add")]
+            t = cands[0] if len(cands) == 1 else None
+        else:
+            return None
+        if t is None:
+            return None
+        chain.append(p)
+    else:
+        return None
+    m1 = p
+    # forward from the softmax: views, then P V
+    w = view.single_consumer(s)
+    after = []
+    while w is not None and w not in taken and rl.classify(view.op(w)) == "view":
+        after.append(w)
+        w = view.single_consumer(w)
+    if w is None or w in taken or view.op(w) != "MatMul":
+        return None
+    prev = view.outs(after[-1] if after else s)[0]
+    if view.nodes[w].input[0] != prev:
+        return None
+    pre = []
+    for q in view.tensors_in(m1):
+        p = view.prod.get(q)
+        if p is not None and p not in taken and view.op(p) in ("Mul", "Div") \
+                and _scaled(view, p) and view.single_consumer(p) == m1:
+            pre.append(p)
+    return [m1, *sorted(set(pre) | set(chain) | {s} | set(after)), w]
+
+
+def _scaled(view: _View, v: int) -> bool:
+    """v multiplies (divides) one tensor by a scalar constant."""
+    consts = view.consts_in(v)
+    if len(view.tensors_in(v)) != 1 or len(consts) != 1 or view.scalar(consts[0]) is None:
+        return False
+    return view.op(v) == "Mul" or view.nodes[v].input[1] == consts[0]
+
+
+def _other_input(view: _View, p: int, chain) -> str | None:
+    """The score input of a mask Add: the one coming from Q K^T (a MatMul, or the scale
+    or mask before it)."""
+    ins = view.tensors_in(p)
+    if len(ins) == 1:
+        return ins[0]
+    cands = [s for s in ins if view.prod.get(s) is not None
+             and view.op(view.prod[s]) in ("MatMul", "Mul", "Div", "Add", "Where")
+             and view.single_consumer(view.prod[s]) == p]
+    return cands[0] if len(cands) == 1 else None
+
+
+# -- GELU / SiLU ----------------------------------------------------------------------
+
+def _gelu_tanh(x):
+    return 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x ** 3)))
+
+
+def _gelu_erf(x):
+    from math import erf
+
+    return 0.5 * x * (1.0 + np.vectorize(erf)(x / math.sqrt(2.0)))
+
+
+def _silu(x):
+    return x / (1.0 + np.exp(-x))
+
+
+_FUNCTIONS = {"gelu": (_gelu_tanh, _gelu_erf), "silu": (_silu,)}
+_POINTS = np.linspace(-5.0, 5.0, 41)
+
+
+def _eligible(view: _View, v: int, taken) -> bool:
+    """An elementwise op of the cone: its constants are scalars with known values."""
+    return (v not in taken and view.op(v) in _ELT and len(view.outs(v)) == 1
+            and all(view.scalar(c) is not None for c in view.consts_in(v)))
+
+
+def _activation(view: _View, anchor: int, taken) -> tuple[str, list[int]] | None:
+    """The largest closed cone around `anchor` (Tanh / Erf / Sigmoid) that evaluates to
+    GELU (SiLU) of one tensor x; (pattern, members) or None."""
+    kind = _ANCHORS[view.op(anchor)]
+    best = None
+    for x in _candidate_inputs(view, anchor, taken):
+        region = _back_cone(view, anchor, x, taken)
+        if region is None:
+            continue
+        for _ in range(_MAX_CONE):
+            out = _closed_output(view, region)
+            if out is not None and (best is None or len(region) > len(best)) \
+                    and _computes(view, sorted(region), x, out, kind):
+                best = sorted(region)
+            if not _grow(view, region, x, taken):
+                break
+    if best is None:
+        return None
+    head = next(v for v in best if _reads_outside(view, v, best))
+    return kind, [head, *[v for v in best if v != head]]
+
+
+def _reads_outside(view: _View, v: int, members) -> bool:
+    """v reads a tensor made outside the group (the cone's x)."""
+    inside = {o for m in members for o in view.outs(m)}
+    return any(s not in inside for s in view.tensors_in(v))
+
+
+def _candidate_inputs(view: _View, anchor: int, taken) -> list[str]:
+    """Tensors behind the anchor, through eligible ops, nearest first."""
+    seen, order, frontier = set(), [], [anchor]
+    for _ in range(6):
+        nxt = []
+        for v in frontier:
+            for s in view.tensors_in(v):
+                if s in seen:
+                    continue
+                seen.add(s)
+                order.append(s)
+                p = view.prod.get(s)
+                if p is not None and _eligible(view, p, taken):
+                    nxt.append(p)
+        frontier = nxt
+    return order
+
+
+def _back_cone(view: _View, anchor: int, x: str, taken) -> set[int] | None:
+    """The anchor and every op between x and it; None if a path leaves the eligible ops
+    before reaching x."""
+    region, stack = {anchor}, [anchor]
+    while stack:
+        v = stack.pop()
+        for s in view.tensors_in(v):
+            if s == x:
+                continue
+            p = view.prod.get(s)
+            if p is None or not _eligible(view, p, taken):
+                return None
+            if p not in region:
+                region.add(p)
+                stack.append(p)
+                if len(region) > _MAX_CONE:
+                    return None
+    return region
+
+
+def _open_tensors(view: _View, region) -> list[str]:
+    return [o for v in region for o in view.outs(v)
+            if o in view.graph_out or any(c not in region for c in view.cons.get(o, []))]
+
+
+def _closed_output(view: _View, region) -> str | None:
+    """The one tensor leaving the region, if all the others stay inside."""
+    out = _open_tensors(view, region)
+    return out[0] if len(out) == 1 else None
+
+
+def _grow(view: _View, region: set[int], x: str, taken) -> bool:
+    """Add the one outside consumer of the region's open tensors, with the side ops
+    (reading only x and scalars) it needs; False when there is none to add."""
+    users = {c for o in _open_tensors(view, region) for c in view.cons.get(o, [])
+             if c not in region}
+    if len(users) != 1:
+        return False
+    c = users.pop()
+    if not _eligible(view, c, taken):
+        return False
+    inside = {o for v in region for o in view.outs(v)}
+    side = []
+    for s in view.tensors_in(c):
+        if s == x or s in inside:
+            continue
+        p = view.prod.get(s)
+        if p is None or not _eligible(view, p, taken) or view.single_consumer(p) != c \
+                or any(t != x for t in view.tensors_in(p)):
+            return False
+        side.append(p)
+    region.update([c, *side])
+    return len(region) <= _MAX_CONE
+
+
+def _computes(view: _View, members, x: str, out: str, kind: str) -> bool:
+    """The region, evaluated at `_POINTS` for x, equals one of `kind`'s functions."""
+    env = {x: _POINTS}
+    with np.errstate(all="ignore"):
+        for v in members:  # graph order is topological
+            args = []
+            for s in view.nodes[v].input:
+                if s in env:
+                    args.append(env[s])
+                elif view.scalar(s) is not None:
+                    args.append(view.scalar(s))
+                else:
+                    return False
+            env[view.outs(v)[0]] = _apply(view.op(v), args)
+    y = env.get(out)
+    if y is None:
+        return False
+    return any(np.allclose(y, f(_POINTS), rtol=1e-5, atol=1e-5) for f in _FUNCTIONS[kind])
+
+
+def _apply(op: str, a):
+    from math import erf
+
+    if op in ("Tanh", "Erf", "Sigmoid", "Sqrt"):
+        x = np.asarray(a[0], dtype=np.float64)
+        return {"Tanh": np.tanh, "Sqrt": np.sqrt,
+                "Sigmoid": lambda z: 1.0 / (1.0 + np.exp(-z)),
+                "Erf": np.vectorize(erf)}[op](x)
+    x, y = np.asarray(a[0], dtype=np.float64), np.asarray(a[1], dtype=np.float64)
+    return {"Add": np.add, "Sub": np.subtract, "Mul": np.multiply, "Div": np.divide,
+            "Pow": np.power}[op](x, y)
+
+
+# -- free layout ops ------------------------------------------------------------------
+
+def _free_layout(view: _View, plan: Plan) -> set[int]:
+    """Transpose / Split ops a runtime does not run (module docstring)."""
+    fused = {v for _, m in plan.groups for v in m}
+    ok: dict[int, bool] = {}  # consumer accepts a re-viewed (strided) input
+
+    def accepts(v: int) -> bool:
+        if v in ok:
+            return ok[v]
+        op = view.op(v)
+        if op in _MATRIX or v in fused:
+            res = True
+        elif rl.classify(op) == "view" or op in _PASS:
+            res = all(o not in view.graph_out and all(accepts(c) for c in view.cons.get(o, []))
+                      for o in view.outs(v))
+        else:
+            res = False
+        ok[v] = res
+        return res
+
+    free = set()
+    for v in range(len(view.nodes)):
+        if v in fused or view.op(v) not in _PASS:
+            continue
+        if _reviews(view, v) or accepts(v):
+            free.add(v)
+    return free
+
+
+def _reviews(view: _View, v: int) -> bool:
+    """A Transpose that moves only size-1 axes, or a Split into contiguous chunks:
+    the output is its input's bytes, in order."""
+    ins = view.tensors_in(v)
+    shape = view.shape(ins[0]) if ins else None
+    if not shape or any(o in view.graph_out for o in view.outs(v)):
+        return False
+    node = view.nodes[v]
+    if view.op(v) == "Transpose":
+        perm = next((list(a.ints) for a in node.attribute if a.name == "perm"),
+                    list(range(len(shape)))[::-1])
+        moved = [p for p in perm if shape[p] != 1]
+        return moved == sorted(moved)
+    axis = next((a.i for a in node.attribute if a.name == "axis"), 0)
+    axis = axis % len(shape)
+    return all(d == 1 for d in shape[:axis])
+
+
+# -- apply ------------------------------------------------------------------------------
+
+def apply(graph, plan: Plan):
+    """`graph` (the as-exported import, free ops already costed 0) with each group
+    made one node; unchanged when there is no group."""
+    from jaxplace.importers.fusion import merge_groups
+
+    counts = plan.counts()
+    n = graph.num_nodes
+    meta = dict(graph.meta)
+    meta["runtime_fusion"] = counts
+    if not plan.groups:
+        meta["runtime_fusion_nodes"] = [n, n]
+        graph.meta.clear()  # the importer's own graph, just built: nothing else holds it
+        graph.meta.update(meta)
+        return graph
+    in_group = {v: i for i, (_, m) in enumerate(plan.groups) for v in m}
+    members, op_types = [], []
+    done = set()
+    for v in range(n):  # a group takes the place of its first member
+        i = in_group.get(v)
+        if i is None:
+            members.append([v])
+            op_types.append(graph.op_types[v])
+        elif i not in done:
+            done.add(i)
+            pattern, m = plan.groups[i]
+            members.append(list(m))
+            op_types.append(FUSED_OP[pattern])
+    meta["runtime_fusion_nodes"] = [n, len(members)]
+    meta["runtime_fusion_members"] = members
+    meta["runtime_fusion_original_nodes"] = n
+    meta["coarsen_members"] = members
+    meta["coarsen_original_nodes"] = n
+    if graph.names is not None:
+        meta["coarsen_original_names"] = list(graph.names)
+    return merge_groups(graph, members, op_types, meta)
+
+
+def expand_assignment(graph, assignment) -> np.ndarray:
+    """Map a block index per node of a runtime-fused import to one per ONNX compute op
+    (the as-exported graph, `--fusion none`)."""
+    from jaxplace.importers.coarsen import expand_members
+
+    return expand_members(graph, assignment, "runtime_fusion", "runtime-fused")
+
+
+_LABEL = {"gemm": "MatMul+Add -> Gemm", "gelu": "GELU -> Gelu", "silu": "SiLU -> Swish",
+          "attention": "attention -> Attention",
+          "free": "Transpose/Split free (feed a matrix op or only re-view)"}
+
+
+def summary_line(meta) -> str | None:
+    """One line saying what the runtime-fusion pass did to an ONNX import (None for
+    other graphs)."""
+    if meta.get("format") != "onnx":
+        return None
+    counts = meta.get("runtime_fusion")
+    if counts is None:
+        return ("runtime fusion: off (--fusion none): every ONNX op costed as exported, "
+                "a launch and a memory round trip each")
+    nodes = meta.get("runtime_fusion_nodes")
+    done = ", ".join(f"{c} {_LABEL[p]}" for p, c in counts.items()) or "no pattern found"
+    size = f"; {nodes[0]} ONNX compute ops -> {nodes[1]} nodes" if nodes else ""
+    return (f"runtime fusion (as ONNX Runtime / eager PyTorch launch it; --fusion none: "
+            f"as exported): {done}{size}")
