@@ -65,7 +65,7 @@ _SUBPACKAGES = ("bounds", "cluster", "decoder", "formats", "generators", "import
 #: short names for an objective's modules that users reach as `jp.<name>`
 _OBJECTIVE_MODULES = {"cost": "jaxplace.objectives.throughput.cost",
                       "reference": "jaxplace.objectives.throughput.reference",
-                      "latency": "jaxplace.latency"}
+                      "latency": "jaxplace.objectives.latency"}
 
 
 def __getattr__(name: str):

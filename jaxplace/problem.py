@@ -49,12 +49,12 @@ class Problem:
         cluster: a `jaxplace.cluster.Cluster`; k then defaults to its device count.
             Required by the latency objective. With "throughput", any cluster,
             uniform or not, makes it a pipeline over distinct devices whose order is
-            searched too (`jaxplace.hetero`; k <= its device count, costs from the
+            searched too (`jaxplace.objectives.throughput_unequal`; k <= its device count, costs from the
             cluster's devices and links, so bandwidth, memory, capacity, CPU blocks
             and colocation do not apply); the identical-device model above is
             throughput without a cluster.
         objective: "throughput" (the MTPP bottleneck, above) or "latency" (the makespan
-            of one inference on `cluster`, `jaxplace.latency`; k = its device count).
+            of one inference on `cluster`, `jaxplace.objectives.latency`; k = its device count).
     """
 
     graph: CompGraph
@@ -156,7 +156,7 @@ class Problem:
     @property
     def pipeline_instance(self):
         """The `LatencyInstance` of a pipeline on unequal devices (`instance`; kept
-        by name): its stages cost `jaxplace.hetero.model`'s."""
+        by name): its stages cost `jaxplace.objectives.throughput_unequal.model`'s."""
         return self.instance
 
     @property

@@ -1,5 +1,5 @@
 """Plain brute-force oracles of the three shipped objectives, written from their model
-descriptions only (mtpp.md; `jaxplace.hetero.model`'s and `jaxplace.latency.instance`'s
+descriptions only (mtpp.md; `jaxplace.objectives.throughput_unequal.model`'s and `jaxplace.objectives.latency.instance`'s
 docstrings), with no call into jaxplace's costs, brute forces or solvers. The
 conformance check (`jaxplace.testing.check_objective(..., oracle=...)`) and the
 randomized run (experiments/conformance_run.py) hold the objectives against them.
@@ -129,7 +129,7 @@ def _has_cycle(succ: dict[int, set[int]]) -> bool:
     return any(x not in state and visit(x) for x in list(succ))
 
 
-# -- throughput on a cluster (hetero.model's docstring) -------------------------------
+# -- throughput on a cluster (objectives.throughput_unequal.model's docstring) ------------
 
 class ClusterPipelineOracle:
     name = "throughput-unequal"
@@ -198,7 +198,7 @@ class ClusterPipelineOracle:
         return best
 
 
-# -- latency (latency.instance's docstring) --------------------------------------------
+# -- latency (objectives.latency.instance's docstring) ------------------------------------
 
 class LatencyOracle:
     """Every placement that fits, and every order of its events (ops and transfers),

@@ -33,7 +33,6 @@ from strategies import (
 import jaxplace as jp
 from jaxplace.bounds.base import BoundContext
 from jaxplace.bounds.registry import BOUNDS, CPU_BLOCK_METHODS, choose_methods
-from jaxplace.objectives.throughput.cost import simple_lower_bound
 from jaxplace.errors import JaxplaceError
 from jaxplace.exact import solve_ideals
 from jaxplace.exact.bbr import (
@@ -54,6 +53,7 @@ from jaxplace.exact.bbr.cross import (
     crossings,
     refuted,
 )
+from jaxplace.objectives.throughput.cost import simple_lower_bound
 
 
 def _check(problem, res, expected):
@@ -150,7 +150,7 @@ def test_refuses_what_it_does_not_model():
     certificate's, the CLI's) takes BB&R there."""
     from jaxplace.cli.cmd_certify import default_bounds
     from jaxplace.cluster import cluster_from_dict, load_cluster
-    from jaxplace.latency.models import gpt_like
+    from jaxplace.generators.latency_models import gpt_like
 
     devices = [{"name": f"d{i}", "peak_flops": f, "mem_bw": 1e12, "memory": 60.0}
                for i, f in enumerate((4e12, 2e12, 1e12))]

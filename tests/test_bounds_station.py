@@ -21,8 +21,8 @@ from jaxplace.bounds.check import FEASIBLE, INFEASIBLE, check_guess
 from jaxplace.bounds.guess_check import GuessCheckBound, guess_and_check
 from jaxplace.bounds.registry import BBR_MAX_NODES, BOUNDS, choose_methods
 from jaxplace.bounds.station import StationBound, refuted, station_data, windows
-from jaxplace.objectives.throughput.cost import evaluate_partition, quotient_order
 from jaxplace.generators import regal
+from jaxplace.objectives.throughput.cost import evaluate_partition, quotient_order
 
 RTOL = 1e-6  # HiGHS's feasibility tolerances, relative
 

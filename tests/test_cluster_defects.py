@@ -24,7 +24,7 @@ import jaxplace as jp
 from jaxplace.cluster import cluster_from_dict
 from jaxplace.errors import JaxplaceError
 from jaxplace.formats.results import load_assignment, save_result
-from jaxplace.latency.milp import latency_lower_bound, moirai_lp_bound, solve_moirai
+from jaxplace.objectives.latency.milp import latency_lower_bound, moirai_lp_bound, solve_moirai
 from jaxplace.testing import UNEQUAL, tiny_graph
 
 TWO = {"devices": [{"name": "a", "peak_flops": 1e12, "mem_bw": 1e12, "memory": 100.0},
@@ -144,7 +144,7 @@ def test_latency_reload_of_edited_times_is_a_valid_schedule(tmp_path):
     that schedule, not the file's."""
     import json
 
-    from jaxplace.latency.instance import validate_schedule
+    from jaxplace.objectives.latency.instance import validate_schedule
 
     p = _latency(tiny_graph(6, 6), UNEQUAL)
     data, path = _milp_result(p, tmp_path)

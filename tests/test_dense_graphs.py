@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 
 import jaxplace as jp
-from jaxplace.objectives.throughput.cost import evaluate_partition
 from jaxplace.multilevel.coarsen import coarsen
 from jaxplace.multilevel.project import to_nodes
 from jaxplace.multilevel.refine import BlockState
 from jaxplace.multilevel.slicing import slice_units
+from jaxplace.objectives.throughput.cost import evaluate_partition
 from jaxplace.objectives.throughput.reference import kahn
 
 

@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 
 from jaxplace import llm
-from jaxplace.objectives.throughput.cost import evaluate_partition
 from jaxplace.errors import JaxplaceError
 from jaxplace.export import EXPORTERS, export_plan, make_plan, plan_from_result
 from jaxplace.formats import load_graph, load_problem, result_dict
 from jaxplace.llm.hetero import chain_split
+from jaxplace.objectives.throughput.cost import evaluate_partition
 
 TINY = {"model_type": "llama", "hidden_size": 256, "intermediate_size": 688,
         "num_hidden_layers": 6, "num_attention_heads": 4, "num_key_value_heads": 2,

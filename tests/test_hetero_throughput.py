@@ -1,4 +1,4 @@
-"""Pipeline throughput on unequal devices (issue 17, `jaxplace.hetero`).
+"""Pipeline throughput on unequal devices (issue 17, `jaxplace.objectives.throughput_unequal`).
 
 The reference DP against brute force over every split, every topological order and
 every device order; the batched JAX decoder against the reference; the search, the
@@ -24,11 +24,11 @@ from strategies import tiny_graphs
 
 import jaxplace as jp
 from jaxplace.cluster import cluster_from_dict, uniform_cluster
+from jaxplace.cluster.times import instance_from
 from jaxplace.errors import JaxplaceError
-from jaxplace.hetero import brute, decoder, reference
-from jaxplace.hetero.bound import lower_bound
-from jaxplace.latency.instance import LatencyInstance
-from jaxplace.latency.times import instance_from
+from jaxplace.objectives.latency.instance import LatencyInstance
+from jaxplace.objectives.throughput_unequal import brute, decoder, reference
+from jaxplace.objectives.throughput_unequal.bound import lower_bound
 
 REL = 1e-9
 

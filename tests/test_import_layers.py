@@ -33,7 +33,9 @@ LAYERS = (
     "errors", "jsonio", "highs", "progress", "compile_cache", "code_maps",
     "cmdline",  # argparse types and the output check shared by cli and bench
     "units", "graph", "orders", "partition", "importers", "cluster",
-    "latency.instance", "latency.times",  # the latency model: a Problem builds it
+    # the latency model (a Problem builds it) and the per-op times of a graph on each
+    # device of a cluster (the latency and the unequal-devices objectives read them)
+    "objectives.latency.instance", "cluster.times",
     "objectives",  # the Objective contract, registry and dispatch (api)
     "problem",
     # the throughput objective's cost model, stage table and NumPy oracle: the shared
@@ -48,7 +50,7 @@ LAYERS = (
     "objectives.throughput.polish", "objectives.throughput.search",
     "search.many",
     "exact",  # the DP over ideals and the non-contiguous IP: bounds and search methods
-    "latency", "hetero", "relax", "multilevel",
+    "objectives.latency", "objectives.throughput_unequal", "relax", "multilevel",
     "llm", "formats",
     "objectives.throughput",  # the throughput objective: uses search, bounds, exact, formats
     "spatial", "export",
@@ -302,8 +304,9 @@ def test_the_checks_see_violations():
                             ("jaxplace.cli.main", "jaxplace.formats.__init__", (), 6)]) == [
         "exact.dp:3 imports _highs from bounds._highs",
         "cli.main:4 imports _json from formats"]
-    assert split_face_imports([("jaxplace.latency", "jaxplace.latency.instance", (), 1),
-                               ("jaxplace.latency", "jaxplace.latency.search", (), 2),
-                               ("jaxplace.search", "jaxplace.search.api", (), 3)]) == [
-        "latency:2 -> latency.search"]
+    assert split_face_imports([
+        ("jaxplace.objectives.latency", "jaxplace.objectives.latency.instance", (), 1),
+        ("jaxplace.objectives.latency", "jaxplace.objectives.latency.search", (), 2),
+        ("jaxplace.search", "jaxplace.search.api", (), 3)]) == [
+        "objectives.latency:2 -> objectives.latency.search"]
     assert _cycles({"a", "b", "c"}, {"a": {"b"}, "b": {"a"}, "c": {"a"}}) == [{"a", "b"}]

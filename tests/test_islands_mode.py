@@ -15,8 +15,8 @@ from host_devices import run_on_host_devices
 from strategies import small_graph
 
 import jaxplace as jp
-from jaxplace.objectives.throughput.cost import evaluate_partition
 from jaxplace.errors import JaxplaceError
+from jaxplace.objectives.throughput.cost import evaluate_partition
 from jaxplace.objectives.throughput.reference import decode_reference, evaluate_reference
 from jaxplace.search.islands import IslandGroup, IslandSettings, island_search
 from jaxplace.search.many import prepare, search_many

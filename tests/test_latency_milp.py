@@ -10,11 +10,11 @@ import pytest
 
 from jaxplace.errors import JaxplaceError
 from jaxplace.graph import CompGraph
-from jaxplace.latency import LatencyInstance, validate_schedule
-from jaxplace.latency._events import greedy_schedule
-from jaxplace.latency.brute import brute_contiguous, brute_force
-from jaxplace.latency.contiguous import solve_contiguous
-from jaxplace.latency.milp import latency_lower_bound, moirai_lp_bound, solve_moirai
+from jaxplace.objectives.latency import LatencyInstance, validate_schedule
+from jaxplace.objectives.latency._events import greedy_schedule
+from jaxplace.objectives.latency.brute import brute_contiguous, brute_force
+from jaxplace.objectives.latency.contiguous import solve_contiguous
+from jaxplace.objectives.latency.milp import latency_lower_bound, moirai_lp_bound, solve_moirai
 
 # HiGHS stops at mip_rel_gap 1e-7 and its feasibility tolerance is 1e-6 on times
 # scaled to O(100): optima and bounds agree with enumeration to ~1e-8 relative

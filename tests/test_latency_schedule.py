@@ -14,14 +14,14 @@ from hypothesis import strategies as st
 
 import jaxplace as jp
 from jaxplace.cluster import load_cluster, uniform_cluster
+from jaxplace.cluster.times import instance_from
 from jaxplace.errors import JaxplaceError
 from jaxplace.formats.nodelink import nodelink_data
 from jaxplace.graph import CompGraph
-from jaxplace.latency import LatencyInstance, validate_schedule
-from jaxplace.latency import decoder as ldec
-from jaxplace.latency.baselines import BASELINES, eft_greedy
-from jaxplace.latency.reference import kahn_order, list_schedule, makespans
-from jaxplace.latency.times import instance_from
+from jaxplace.objectives.latency import LatencyInstance, validate_schedule
+from jaxplace.objectives.latency import decoder as ldec
+from jaxplace.objectives.latency.baselines import BASELINES, eft_greedy
+from jaxplace.objectives.latency.reference import kahn_order, list_schedule, makespans
 
 # One compiled shape for every random instance of the property test (compile once).
 SPEC = ldec.LatencySpec(N=16, M=32, Din=8, Ds=16, D=3, B=4)
@@ -302,9 +302,9 @@ def test_cli_latency(tmp_path, capsys):
 def test_cli_latency_certify(tmp_path, capsys):
     """--certify: the MILP's bound never exceeds the makespan written, whose schedule
     is valid; on a tiny graph it proves optimality."""
+    from jaxplace.cluster.times import instance_from
     from jaxplace.generators import generate
-    from jaxplace.latency.brute import brute_force
-    from jaxplace.latency.times import instance_from
+    from jaxplace.objectives.latency.brute import brute_force
 
     g = generate("regal", seed=2, n=5)
     src = tmp_path / "g.json"
@@ -329,7 +329,7 @@ def test_cli_latency_certify(tmp_path, capsys):
 
 def test_cli_throughput_cluster(tmp_path, capsys):
     """Throughput with a cluster: identical devices set k; unequal devices get stages
-    on distinct devices (`jaxplace.hetero`, tests/test_hetero_throughput.py)."""
+    on distinct devices (`jaxplace.objectives.throughput_unequal`, tests/test_hetero_throughput.py)."""
     src = tmp_path / "g.json"
     src.write_text(json.dumps(nodelink_data(CompGraph([1.0, 2.0, 1.0], [(0, 1), (1, 2)]))))
     code, out, err = _cli(["partition", str(src), "--cluster", "moirai_inter", "--method",

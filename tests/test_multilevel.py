@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 
 import jaxplace as jp
-from jaxplace.objectives.throughput.cost import evaluate_partition
 from jaxplace.errors import JaxplaceError
 from jaxplace.generators.regal import regal
 from jaxplace.multilevel.coarsen import coarsen, quotient
@@ -19,6 +18,7 @@ from jaxplace.multilevel.memory import check_memory
 from jaxplace.multilevel.project import consistent_order, to_finer, to_nodes
 from jaxplace.multilevel.refine import RefineStats, perturb_reslice, refine
 from jaxplace.multilevel.slicing import slice_units
+from jaxplace.objectives.throughput.cost import evaluate_partition
 from jaxplace.objectives.throughput.reference import kahn, slice_order, unit_order
 
 

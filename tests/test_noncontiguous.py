@@ -18,7 +18,6 @@ from hypothesis import given, settings
 from strategies import same_cost, tiny_cpu_block_problems
 
 import jaxplace as jp
-from jaxplace.objectives.throughput.cost import evaluate_partition
 from jaxplace.exact.noncontiguous import (
     build_model,
     noncontiguous_lower_bound,
@@ -26,6 +25,7 @@ from jaxplace.exact.noncontiguous import (
     start_vector,
 )
 from jaxplace.exact.pieces import virtual_pieces
+from jaxplace.objectives.throughput.cost import evaluate_partition
 from jaxplace.units import ordering_edges
 
 # HiGHS stops within mip_rel_gap of the optimum; 1e-9 makes its "Optimal" exact up to

@@ -16,9 +16,9 @@ from strategies import dfs_work_cut, one_partition_result
 import jaxplace as jp
 from jaxplace.cluster import cluster_from_dict
 from jaxplace.errors import JaxplaceError
-from jaxplace.hetero.brute import optimum as hetero_optimum
-from jaxplace.latency.brute import brute_force as latency_brute_force
 from jaxplace.objectives import Objective, objective_of, objectives, register, unregister
+from jaxplace.objectives.latency.brute import brute_force as latency_brute_force
+from jaxplace.objectives.throughput_unequal.brute import optimum as hetero_optimum
 from jaxplace.search.registry import METHODS
 from jaxplace.search.request import SearchRequest
 
@@ -114,7 +114,11 @@ def test_costs_agree_with_the_reference(name):
 
 @pytest.mark.parametrize("name", list(PROBLEMS))
 def test_identical_device_helpers_refuse_other_objectives(name):
-    from jaxplace.objectives.throughput.cost import partition_costs, simple_lower_bound, throughput_lower_bound
+    from jaxplace.objectives.throughput.cost import (
+        partition_costs,
+        simple_lower_bound,
+        throughput_lower_bound,
+    )
 
     p = PROBLEMS[name]
     # one dispatcher: cost's simple_lower_bound and the search's are jp.simple_lower_bound
@@ -159,7 +163,7 @@ def test_search_matrix(name, method):
 
 def _bounds():
     from jaxplace.bounds.registry import METHODS as BOUND_METHODS
-    from jaxplace.latency.objective import LATENCY
+    from jaxplace.objectives.latency.objective import LATENCY
 
     names = dict.fromkeys([*BOUND_METHODS, *LATENCY.bound_methods])
     return [pytest.param(b, id=b) for b in names]
@@ -298,7 +302,7 @@ def test_a_toy_objective_plugs_in():
 # -- nothing outside the objective packages branches on the objective ------------------
 
 #: the packages that own an objective (they may name it and read its model)
-OBJECTIVE_PACKAGES = ("objectives", "latency", "hetero")
+OBJECTIVE_PACKAGES = ("objectives",)
 #: names that only an objective's own package may compare against
 OBJECTIVE_NAMES = {"throughput", "latency", "throughput-unequal"}
 #: files still branching, each with its owner's task; only ever remove

@@ -146,7 +146,7 @@ def layer_model():
 @pytest.mark.parametrize("device", device_names())
 def test_import_spatial_and_latency_cost_a_layer_alike(device, layer_model):
     from jaxplace.cluster import uniform_cluster
-    from jaxplace.latency.times import op_times
+    from jaxplace.cluster.times import op_times
     from jaxplace.spatial.cost import part_time
     from jaxplace.spatial.load import layers_from_onnx
 

@@ -303,8 +303,8 @@ def test_training_scores_cpu_blocks_exactly():
     """The training step's decoder (one CPU block in its Spec, asked for at run time by
     some problems only) gives the float64 reference cost of every sample."""
     from jaxplace.decoder import score_graphs
-    from jaxplace.policy.data import DataConfig
     from jaxplace.objectives.throughput.reference import decode_reference
+    from jaxplace.policy.data import DataConfig
 
     data = DataConfig(n_range=(20, 40), k_range=(2, 4), cpu_fraction=0.5,
                       memory_fraction=0.0)
@@ -331,8 +331,8 @@ def test_training_scores_colocation_classes_exactly():
     priorities inside the decoder, and every sample's cost is the float64 reference
     cost, for the training graphs and for the plain problems beside them."""
     from jaxplace.decoder import score_graphs
-    from jaxplace.policy.data import DataConfig, problem_set
     from jaxplace.objectives.throughput.reference import decode_reference
+    from jaxplace.policy.data import DataConfig, problem_set
 
     data = DataConfig(n_range=(20, 60), k_range=(2, 4), cpu_fraction=0.3,
                       colocation_fraction=0.6, orphan_range=(0.1, 0.3))
@@ -684,8 +684,8 @@ def test_experts_merge_of_a_missing_part_is_one_line(tmp_path, capsys):
 def test_block_labels_keep_the_blocks_of_the_solution(tiny_experts):
     """Every node of a block gets the block's level, and Kahn's order of those levels
     slices at least as well as the solution (on the tiny pool and a REGAL-like graph)."""
-    from jaxplace.policy.train import block_latents
     from jaxplace.objectives.throughput.reference import decode_reference
+    from jaxplace.policy.train import block_latents
 
     sol = dict(np.load(tiny_experts))
     cases = [(p, sol["x"][i, :p.n]) for i, p in enumerate(TINY_PROBLEMS[0])]

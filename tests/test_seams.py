@@ -205,8 +205,8 @@ def _saved(tmp_path, p, name="r.json"):
 
 
 def test_result_formats_agree_with_the_objectives():
-    from jaxplace.hetero.report import FORMAT as HETERO
-    from jaxplace.latency.result import FORMAT as LATENCY
+    from jaxplace.objectives.latency.result import FORMAT as LATENCY
+    from jaxplace.objectives.throughput_unequal.report import FORMAT as HETERO
 
     assert objectives()["throughput-unequal"].result_format == HETERO
     assert objectives()["latency"].result_format == LATENCY
@@ -306,8 +306,8 @@ def test_latency_milp_stops_building_at_the_time_limit():
     longer than the limit. The build stops at the deadline with the closed-form bound
     (valid) and the best schedule known."""
     from jaxplace.cluster import load_cluster
-    from jaxplace.latency.milp import UNBUILT, latency_lower_bound, solve_moirai
-    from jaxplace.latency.models import gpt_like
+    from jaxplace.generators.latency_models import gpt_like
+    from jaxplace.objectives.latency.milp import UNBUILT, latency_lower_bound, solve_moirai
 
     p = jp.Problem(gpt_like(2, 256, 4), cluster=load_cluster("moirai_inter"),
                    objective="latency")

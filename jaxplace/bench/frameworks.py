@@ -86,8 +86,8 @@ def _caps(problem, k: int, mixed_gb: float | None) -> np.ndarray:
 
 
 def _split(problem, assignment, caps) -> Split:
-    from jaxplace.objectives.throughput.cost import evaluate_partition
     from jaxplace.llm import stage_memory
+    from jaxplace.objectives.throughput.cost import evaluate_partition
 
     cost = evaluate_partition(problem.replace(capacity=None), assignment)
     mem = stage_memory(problem.graph, assignment, caps)

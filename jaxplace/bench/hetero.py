@@ -1,10 +1,10 @@
 """`jaxplace bench hetero`: pipeline throughput on MOIRAI's unequal testbeds.
 
-For GPT- and Swin-like op graphs (`jaxplace.latency.models`, ~1,100-1,200 ops) on
+For GPT- and Swin-like op graphs (`jaxplace.generators.latency_models`, ~1,100-1,200 ops) on
 `moirai_inter` and `moirai_intra` (MOIRAI, Zhang et al. 2023, Table III), k = 4
 stages, prints the bottleneck (time per sample) of:
 
-- the valid lower bound of `jaxplace.hetero.bound` (compute only, fractional);
+- the valid lower bound of `jaxplace.objectives.throughput_unequal.bound` (compute only, fractional);
 - "uniform naive": the identical-device model's search with every device taken as
   the slowest (its times, slowest link, smallest memory), stage s on device s;
 - "uniform best order": that split on the best ordered choice of devices;
@@ -27,7 +27,7 @@ HELP = "throughput (bottleneck) on MOIRAI's unequal testbeds; hetero decoder spe
 
 def add_arguments(p) -> None:
     p.add_argument("--models", default="gpt3-330m,swin-1.8b",
-                   help="comma-separated names of jaxplace.latency.models.MODELS")
+                   help="comma-separated names of jaxplace.generators.latency_models.MODELS")
     p.add_argument("--clusters", default="moirai_inter,moirai_intra")
     p.add_argument("-k", type=int, default=None, help="stages (default: every device)")
     p.add_argument("--time-limit", type=float, default=60.0,
@@ -52,11 +52,11 @@ def _x(a: float, b: float) -> str:
 
 def run_instances(args) -> list[list[str]]:
     import jaxplace as jp
-    from jaxplace.hetero.baselines import uniform_split
-    from jaxplace.hetero.bound import lower_bound
-    from jaxplace.hetero.reference import decode, evaluate_stages
-    from jaxplace.hetero.search import speed_keys
-    from jaxplace.latency.models import MODELS
+    from jaxplace.generators.latency_models import MODELS
+    from jaxplace.objectives.throughput_unequal.baselines import uniform_split
+    from jaxplace.objectives.throughput_unequal.bound import lower_bound
+    from jaxplace.objectives.throughput_unequal.reference import decode, evaluate_stages
+    from jaxplace.objectives.throughput_unequal.search import speed_keys
     from jaxplace.search.baselines import dfs_order, order_to_priorities
 
     rows = []
@@ -90,9 +90,9 @@ def throughput(args, layers: int) -> tuple[int, float, float, float]:
     import jax.numpy as jnp
 
     from jaxplace.cluster import load_cluster
-    from jaxplace.hetero import decoder as hdec
-    from jaxplace.latency.models import gpt_like
-    from jaxplace.latency.times import instance_from
+    from jaxplace.cluster.times import instance_from
+    from jaxplace.generators.latency_models import gpt_like
+    from jaxplace.objectives.throughput_unequal import decoder as hdec
 
     g = gpt_like(layers, 1024, 16)
     inst = instance_from(g, load_cluster("moirai_inter"))

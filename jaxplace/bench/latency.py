@@ -1,6 +1,6 @@
 """`jaxplace bench latency`: one inference's makespan on MOIRAI's two testbeds.
 
-For GPT- and Swin-like op graphs (`jaxplace.latency.models`, 1,000-2,000 ops) on the
+For GPT- and Swin-like op graphs (`jaxplace.generators.latency_models`, 1,000-2,000 ops) on the
 clusters `moirai_inter` and `moirai_intra` (MOIRAI, Zhang et al. 2023, Table III),
 prints the makespan of the fastest single device, the EFT greedy (HEFT upward ranks,
 our m-SCT stand-in), the best contiguous pipeline and the default search (with
@@ -26,7 +26,7 @@ MOIRAI = {"m-SCT": (1.77, 1.7), "GETF": (1.33, 1.35), "Placeto": (2.98, 4.12)}
 
 def add_arguments(p) -> None:
     p.add_argument("--models", default="gpt3-330m,swin-1.8b,gpt3-13b",
-                   help="comma-separated names of jaxplace.latency.models.MODELS")
+                   help="comma-separated names of jaxplace.generators.latency_models.MODELS")
     p.add_argument("--sizes", default="",
                    help="comma-separated op counts: GPT-like graphs of about that many "
                         "ops (gpt_like(layers, 1024, 16), ~50 ops a layer) added to "
@@ -44,7 +44,7 @@ def add_arguments(p) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--small", action="store_true",
                    help="instead: search against MOIRAI's MILP optimum on small random "
-                        "DAGs (jaxplace.latency.small) on both testbeds and random clusters")
+                        "DAGs (jaxplace.generators.latency_small) on both testbeds and random clusters")
     p.add_argument("--small-sizes", default="8,12,16,20",
                    help="op counts of the --small graphs")
     p.add_argument("--small-seeds", default="0,1", help="graph seeds of --small")
@@ -68,7 +68,7 @@ def _speed(base: float, ours: float) -> str:
 def sized_models(sizes) -> dict:
     """{name: builder} of GPT-like graphs (hidden 1024, 16 heads) with the layer count
     that gives about each requested number of ops."""
-    from jaxplace.latency.models import gpt_like
+    from jaxplace.generators.latency_models import gpt_like
 
     if not sizes:
         return {}
@@ -84,10 +84,10 @@ def sized_models(sizes) -> dict:
 def run_instances(args) -> list[list[str]]:
     import jaxplace as jp
     from jaxplace.cluster import load_cluster
-    from jaxplace.latency.baselines import BASELINES
-    from jaxplace.latency.instance import validate_schedule
-    from jaxplace.latency.models import MODELS
-    from jaxplace.latency.reference import lower_bound
+    from jaxplace.generators.latency_models import MODELS
+    from jaxplace.objectives.latency.baselines import BASELINES
+    from jaxplace.objectives.latency.instance import validate_schedule
+    from jaxplace.objectives.latency.reference import lower_bound
 
     rows = []
     models = {m.strip(): MODELS[m.strip()] for m in args.models.split(",") if m.strip()}
@@ -127,9 +127,9 @@ def throughput(args) -> tuple[int, float, float, float]:
     import jax.numpy as jnp
 
     from jaxplace.cluster import load_cluster
-    from jaxplace.latency import decoder as ldec
-    from jaxplace.latency.models import gpt_like
-    from jaxplace.latency.times import instance_from
+    from jaxplace.cluster.times import instance_from
+    from jaxplace.generators.latency_models import gpt_like
+    from jaxplace.objectives.latency import decoder as ldec
 
     g = gpt_like(20, 1024, 16)
     inst = instance_from(g, load_cluster("moirai_inter"))
@@ -152,13 +152,13 @@ def _ints(text: str) -> tuple[int, ...]:
 
 
 def run_small(args) -> list[list[str]]:
-    """Rows of search / MILP optimum on `jaxplace.latency.small.small_problems`; the
+    """Rows of search / MILP optimum on `jaxplace.generators.latency_small.small_problems`; the
     ratio is taken only where the MILP proved optimality."""
     import jaxplace as jp
-    from jaxplace.latency.baselines import eft_greedy
-    from jaxplace.latency.instance import validate_schedule
-    from jaxplace.latency.milp import solve_moirai
-    from jaxplace.latency.small import small_problems
+    from jaxplace.generators.latency_small import small_problems
+    from jaxplace.objectives.latency.baselines import eft_greedy
+    from jaxplace.objectives.latency.instance import validate_schedule
+    from jaxplace.objectives.latency.milp import solve_moirai
 
     rows, ratios = [], []
     for label, pr in small_problems(_ints(args.small_sizes), _ints(args.small_seeds)):

@@ -1,7 +1,7 @@
 """`jaxplace bench scale`: the multilevel search on graphs of 2,000 to 20,000 ops.
 
 For every (family, n, k): a REGAL-like (`jaxplace.generators.regal`, seed fixed) or
-GPT-like (`jaxplace.latency.models.gpt_like(layers, 1024, 16)`, 50 ops a layer) graph,
+GPT-like (`jaxplace.generators.latency_models.gpt_like(layers, 1024, 16)`, 50 ops a layer) graph,
 searched by method "multilevel" with `--time-limit` seconds in a fresh worker process
 (`python -m jaxplace.bench.scale --worker ...`, so its peak resident memory is its
 own), then the C++ BRKGA peer (`jaxplace.bench.cpp_peer`'s program, population 100)
@@ -56,7 +56,7 @@ def make_problem(family: str, n: int, k: int):
 
         return jp.Problem(regal(REGAL_SEED, n=n), k=k)
     if family == "gpt":
-        from jaxplace.latency.models import gpt_like
+        from jaxplace.generators.latency_models import gpt_like
 
         return jp.Problem(gpt_like(max(1, round((n - 13) / 50)), 1024, 16), k=k)
     from jaxplace.errors import JaxplaceError

@@ -50,8 +50,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from jaxplace.bounds._checks import check_coefficients
-from jaxplace.objectives.throughput.cost import throughput_lower_bound
 from jaxplace.highs import INF, SolveResult, solve_arrays
+from jaxplace.objectives.throughput.cost import throughput_lower_bound
 from jaxplace.problem import Problem
 from jaxplace.units import ordering_edges
 

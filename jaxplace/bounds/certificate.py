@@ -30,11 +30,11 @@ from jaxplace.bounds.registry import (
     choose_methods,
     ladder,
 )
-from jaxplace.objectives.throughput.cost import evaluate_partition
 from jaxplace.errors import JaxplaceError
 from jaxplace.objectives.registry import objective_of
-from jaxplace.problem import Problem
+from jaxplace.objectives.throughput.cost import evaluate_partition
 from jaxplace.objectives.throughput.reference import decode_reference
+from jaxplace.problem import Problem
 
 __all__ = ["DEFAULT_METHODS", "METHODS", "MIP_METHODS", "OPTIMAL_RTOL", "Certificate",
            "MethodResult", "as_assignment", "certify", "certify_ladder", "pick_methods",

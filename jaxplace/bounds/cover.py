@@ -36,11 +36,11 @@ import numpy as np
 
 from jaxplace.bounds.base import BoundContext, MethodResult, skipped, unmodelled
 from jaxplace.bounds.cover_pricing import ConvexPricer
-from jaxplace.objectives.throughput.cost import quotient_order, throughput_lower_bound
 from jaxplace.errors import JaxplaceError
 from jaxplace.highs import INF, SCHEDULER, set_option, solve_arrays
-from jaxplace.problem import Problem
+from jaxplace.objectives.throughput.cost import quotient_order, throughput_lower_bound
 from jaxplace.objectives.throughput.reference import kahn, segment_cost_columns
+from jaxplace.problem import Problem
 from jaxplace.units import ordering_edges
 
 ART_COST = 10.0  # cost of the artificial column of each node (caps its dual at 10)

@@ -17,11 +17,11 @@ import math
 import numpy as np
 
 from jaxplace.bounds.base import MethodResult
-from jaxplace.objectives.throughput.cost import evaluate_partition, throughput_lower_bound
 from jaxplace.errors import JaxplaceError
+from jaxplace.objectives.throughput.cost import evaluate_partition, throughput_lower_bound
+from jaxplace.objectives.throughput.reference import decode_reference
 from jaxplace.orders import seed_priorities
 from jaxplace.problem import Problem
-from jaxplace.objectives.throughput.reference import decode_reference
 
 __all__ = ["REFUTE_RTOL", "check_rungs", "witness_plans"]
 

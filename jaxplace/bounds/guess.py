@@ -34,8 +34,8 @@ from jaxplace.bounds._model import (
     solve_arrays,
 )
 from jaxplace.bounds.base import BoundContext, MethodResult, Relaxable, skipped, unmodelled
-from jaxplace.objectives.throughput.cost import throughput_lower_bound
 from jaxplace.highs import result_from_dict
+from jaxplace.objectives.throughput.cost import throughput_lower_bound
 from jaxplace.problem import Problem
 
 WORKER_MODULE = "jaxplace.bounds.worker"

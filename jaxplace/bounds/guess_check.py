@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from jaxplace.bounds.base import BoundContext, MethodResult, skipped
 from jaxplace.bounds.check import FEASIBLE, INFEASIBLE, check_guess
 from jaxplace.bounds.station import station_data, station_skip, station_upper
-from jaxplace.objectives.throughput.cost import evaluate_partition, throughput_lower_bound
 from jaxplace.errors import JaxplaceError
+from jaxplace.objectives.throughput.cost import evaluate_partition, throughput_lower_bound
 from jaxplace.problem import Problem
 
 

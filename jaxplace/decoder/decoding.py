@@ -12,11 +12,11 @@ from functools import partial
 import jax
 import numpy as np
 
-from jaxplace.objectives.throughput.cost import evaluate_partition
 from jaxplace.decoder.kahn import kahn_one, priority_keys
 from jaxplace.decoder.layout import Spec
 from jaxplace.decoder.scoring import unit_priorities
 from jaxplace.decoder.slicing import FEWER, slice_one
+from jaxplace.objectives.throughput.cost import evaluate_partition
 from jaxplace.partition import Partition
 from jaxplace.problem import Problem
 

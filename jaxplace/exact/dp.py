@@ -37,7 +37,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from jaxplace.objectives.throughput.cost import evaluate_partition
 from jaxplace.errors import JaxplaceError
 from jaxplace.exact.atoms import Atoms, build_atoms
 from jaxplace.exact.lattice import (
@@ -48,6 +47,7 @@ from jaxplace.exact.lattice import (
     enumerate_ideals,
 )
 from jaxplace.exact.orphans import OrphanTables, repair, split_orphans
+from jaxplace.objectives.throughput.cost import evaluate_partition
 from jaxplace.problem import Problem
 
 #: Relative slack on the upper bound used for pruning (float64 rounding of cost sums).

@@ -617,8 +617,8 @@ def noncontiguous_search(req):
     `start` (a split to start from) and the fields of `SolveOptions`.
     """
     from jaxplace.objectives.throughput.cost import evaluate_partition
-    from jaxplace.partition import Partition
     from jaxplace.objectives.throughput.reference import decode_reference
+    from jaxplace.partition import Partition
     from jaxplace.search.baselines import order_to_priorities
     from jaxplace.search.result import History, Result
     from jaxplace.search.stop import Progress

@@ -35,8 +35,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from jaxplace.objectives.throughput.cost import evaluate_partition
 from jaxplace.exact.atoms import Atoms
+from jaxplace.objectives.throughput.cost import evaluate_partition
 from jaxplace.problem import Problem
 
 #: Components whose table would need more than 2^MAX_TABLE_BITS entries (forward

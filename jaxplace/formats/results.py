@@ -8,7 +8,6 @@ from typing import Any
 
 import numpy as np
 
-from jaxplace.objectives.throughput.cost import evaluate_partition, simple_lower_bound
 from jaxplace.errors import JaxplaceError
 from jaxplace.importers.provenance import (  # noqa: F401 (model_provenance: export reads it here)
     model_provenance,
@@ -16,6 +15,7 @@ from jaxplace.importers.provenance import (  # noqa: F401 (model_provenance: exp
     source_model,
 )
 from jaxplace.jsonio import read_json, write_json
+from jaxplace.objectives.throughput.cost import evaluate_partition, simple_lower_bound
 from jaxplace.partition import Partition
 from jaxplace.problem import Problem
 
@@ -91,7 +91,7 @@ def result_dict(problem: Problem, partition, *, method: str | None = None,
 def save_result(path: str | os.PathLike, problem: Problem, partition, **kwargs) -> dict:
     """Write the result JSON atomically; returns the dict written. The problem's
     objective writes it (`Objective.result_dict`), from a search `Result`, a
-    `Partition` or a block per node (`jaxplace.latency.result` for latency)."""
+    `Partition` or a block per node (`jaxplace.objectives.latency.result` for latency)."""
     return write_result(path, problem.objective_impl.result_dict(problem, partition,
                                                                  **kwargs))
 

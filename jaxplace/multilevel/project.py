@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from jaxplace.objectives.throughput.cost import quotient_order
 from jaxplace.multilevel.coarsen import Level
+from jaxplace.objectives.throughput.cost import quotient_order
 from jaxplace.problem import Problem
 
 

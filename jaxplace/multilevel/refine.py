@@ -19,12 +19,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from jaxplace.objectives.throughput.cost import evaluate_partition
 from jaxplace.multilevel.coarsen import Level
 from jaxplace.multilevel.project import consistent_order, pipeline_blocks
 from jaxplace.multilevel.slicing import slice_units
-from jaxplace.problem import Problem
+from jaxplace.objectives.throughput.cost import evaluate_partition
 from jaxplace.objectives.throughput.reference import kahn_csr
+from jaxplace.problem import Problem
 
 #: Rounds (boundary moves, then a re-slicing) of one level's refinement at most; it
 #: also stops at the first round that does not improve.

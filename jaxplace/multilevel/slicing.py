@@ -23,9 +23,9 @@ import math
 import numpy as np
 
 from jaxplace.errors import JaxplaceError
+from jaxplace.objectives.throughput.reference import slice_order, unit_order
 from jaxplace.partition import Partition
 from jaxplace.problem import Problem
-from jaxplace.objectives.throughput.reference import slice_order, unit_order
 from jaxplace.units import sorted_unique
 
 #: Largest order (in placement units) handed to the O(n^2 k) reference when the

@@ -1,4 +1,6 @@
-"""Objectives as objects: the contract (`Objective`), the registry and the lookup.
+"""Objectives as objects: the contract (`Objective`), the registry and the lookup, and
+one package per objective (`throughput/`, `throughput_unequal/`, `latency/`,
+`training/`).
 
     from jaxplace.objectives import objective_of
     obj = objective_of(problem)        # throughput, throughput-unequal or latency
@@ -6,16 +8,28 @@
     obj.lower_bound(problem)
 
 See `base.Objective` for the contract and `registry` for adding one.
+
+This face imports nothing: some modules of the objective packages sit below the
+contract in the import layers (the throughput cost model, the latency model), and
+importing them runs this file first; the names below load on first use.
 """
 
-from jaxplace.objectives.base import ExactAnswer, Objective
-from jaxplace.objectives.registry import (
-    objective_of,
-    objectives,
-    problem_objectives,
-    register,
-    unregister,
-)
+from __future__ import annotations
+
+import importlib
+
+_LAZY = {"ExactAnswer": "base", "Objective": "base", "objective_of": "registry",
+         "objectives": "registry", "problem_objectives": "registry",
+         "register": "registry", "unregister": "registry"}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        value = getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = ["ExactAnswer", "Objective", "objective_of", "objectives",
            "problem_objectives", "register", "unregister"]

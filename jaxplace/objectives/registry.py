@@ -16,9 +16,9 @@ from jaxplace.objectives.base import Objective
 
 #: name -> "module:attribute" (or an Objective once registered at run time)
 _ENTRIES: dict[str, str | Objective] = {
-    "throughput-unequal": "jaxplace.hetero.objective:UNEQUAL_DEVICES",
+    "throughput-unequal": "jaxplace.objectives.throughput_unequal.objective:UNEQUAL_DEVICES",
     "throughput": "jaxplace.objectives.throughput.objective:THROUGHPUT",
-    "latency": "jaxplace.latency.objective:LATENCY",
+    "latency": "jaxplace.objectives.latency.objective:LATENCY",
     "training": "jaxplace.objectives.training.objective:TRAINING",
 }
 

@@ -20,9 +20,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from jaxplace.bounds import certify
-from jaxplace.objectives.throughput.cost import evaluate_partition
 from jaxplace.errors import JaxplaceError
 from jaxplace.graph import CompGraph
+from jaxplace.objectives.throughput.cost import evaluate_partition
 from jaxplace.problem import Problem
 from jaxplace.search import search
 

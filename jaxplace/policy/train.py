@@ -342,8 +342,8 @@ def training_spec(cfg: TrainConfig, problems):
 def device_pool(problems, spec, sizes: F.Sizes, anchor: bool = False) -> dict:
     """Stacked padded model inputs (`anchor`: with DFS ranks), decoder graphs and
     lower bounds, on device."""
-    from jaxplace.objectives.throughput.cost import simple_lower_bound
     from jaxplace.decoder import stack_graphs
+    from jaxplace.objectives.throughput.cost import simple_lower_bound
 
     _, inputs = F.stack([F.featurize(p, anchor) for p in problems], sizes)
     _, graphs = stack_graphs(problems, spec=spec)

@@ -32,7 +32,7 @@ def search(problem: Problem, method: str | None = None, *, budget: int | None = 
 
     For a latency problem (`Problem(..., objective="latency")`) the cost is the
     makespan of one inference and `Result.schedule` holds the schedule
-    (`jaxplace.latency.search`).
+    (`jaxplace.objectives.latency.search`).
 
     Args:
         problem: the instance.

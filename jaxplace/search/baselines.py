@@ -15,6 +15,7 @@ import time
 
 import numpy as np
 
+from jaxplace.objectives.throughput.reference import decode_reference
 from jaxplace.orders import (
     dfs_order,
     level_orders,
@@ -25,7 +26,6 @@ from jaxplace.orders import (
 )
 from jaxplace.problem import Problem
 from jaxplace.progress import bar
-from jaxplace.objectives.throughput.reference import decode_reference
 
 
 def random_reference(problem: Problem, budget: int, seed: int, time_limit: float | None,

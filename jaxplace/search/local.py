@@ -8,8 +8,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxplace.objectives.throughput.cost import evaluate_partition
-from jaxplace.problem import Problem
 from jaxplace.objectives.throughput.reference import decode_reference
+from jaxplace.problem import Problem
 from jaxplace.search.driver import LoopOutcome, Run, run_program
 from jaxplace.search.programs import SearchData, ShiftSearch, neighbour_table
 

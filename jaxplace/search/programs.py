@@ -13,7 +13,8 @@ Device arrays (the padded graph, tunable parameters) travel in `data`, a
 shape. What a candidate costs is a `Fitness`: a hashable callable
 `fitness(data, X) -> (P,)`: the decoder (`DecodeFitness`) or the linear-arrangement
 surrogate (`ArrangementFitness`); the other objectives bring theirs from their own
-packages (`latency.decoder.LatencyFitness`, `hetero.decoder.HeteroFitness`).
+packages (`objectives.latency.decoder.LatencyFitness`,
+`objectives.throughput_unequal.decoder.HeteroFitness`).
 
 Candidates are (P, width) float32 priority rows; columns >= n are padding that the
 decoder ignores.

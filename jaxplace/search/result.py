@@ -50,7 +50,7 @@ class Result:
         cost: bottleneck of `partition`, float64 (exact for that partition).
         partition: the `jaxplace.Partition` (order, cuts, assignment, cost).
         priorities: (n,) float32 priority vector that decodes to `partition`; on
-            unequal devices (`jaxplace.hetero`) (n + d,): then the d device keys.
+            unequal devices (`jaxplace.objectives.throughput_unequal`) (n + d,): then the d device keys.
         evaluations: decoder evaluations spent (for "mla"/"mla-weighted": arrangement
             evaluations, plus the one final decode).
         wall_time: seconds, compile time included.
@@ -63,7 +63,7 @@ class Result:
             given) and, when the policy's means were anchored to the DFS order,
             "dfs_anchor"; for the default search its phases' bests and the MIP
             polish.
-        schedule: for latency problems, the `jaxplace.latency.Schedule` (device,
+        schedule: for latency problems, the `jaxplace.objectives.latency.Schedule` (device,
             start and finish of every op, the transfers); `cost` is its makespan and
             `partition.assignment` the device of every op. For method
             "noncontiguous", the `jaxplace.exact.pieces.VirtualPieces` of the split

@@ -18,11 +18,11 @@ import time
 from dataclasses import dataclass
 
 from jaxplace.bounds.base import BoundContext, MethodResult
-from jaxplace.objectives.throughput.cost import simple_lower_bound
 from jaxplace.exact.bbr.cross import crossing_bound
 from jaxplace.exact.bbr.model import build_model
 from jaxplace.exact.bbr.solve import BbrConfig, solve_bbr
 from jaxplace.objectives.base import ExactAnswer
+from jaxplace.objectives.throughput.cost import simple_lower_bound
 from jaxplace.problem import Problem
 
 

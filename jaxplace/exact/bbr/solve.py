@@ -27,10 +27,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from jaxplace.objectives.throughput.cost import evaluate_partition, simple_lower_bound
 from jaxplace.exact.bbr.cross import crossing_bound
 from jaxplace.exact.bbr.model import Model, build_model, tdata
 from jaxplace.exact.bbr.search import CheckStats, Memo, OutOfTime, check
+from jaxplace.objectives.throughput.cost import evaluate_partition, simple_lower_bound
 from jaxplace.problem import Problem
 
 #: Refuted to within this (relative to the best cost) of a guess that ran out of time,

@@ -54,10 +54,10 @@ from jaxplace.objectives.throughput.polish import (
     polish_skipped,
     polish_time,
 )
+from jaxplace.objectives.throughput.reference import decode_reference
 from jaxplace.partition import Partition
 from jaxplace.problem import Problem
 from jaxplace.progress import bar
-from jaxplace.objectives.throughput.reference import decode_reference
 from jaxplace.search.baselines import seed_priorities
 from jaxplace.search.local import shift_search
 from jaxplace.search.methods import evolve

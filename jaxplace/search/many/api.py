@@ -123,8 +123,8 @@ def prepare(problem: Problem, index: int, coupled: bool | None = None,
     """Validate one problem and compute its heuristic start, size class and (when
     `coupled`; None: the default search's rule, k >= 8) the policy distribution.
     `policies`: loaded policies by name, shared by the problems of one call."""
-    from jaxplace.objectives.throughput.cost import simple_lower_bound
     from jaxplace.decoder.layout import graph_structure
+    from jaxplace.objectives.throughput.cost import simple_lower_bound
     from jaxplace.objectives.throughput.reference import decode_reference
     from jaxplace.search.baselines import seed_priorities
 

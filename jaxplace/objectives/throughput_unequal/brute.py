@@ -1,4 +1,4 @@
-"""Brute force for tiny instances: the oracle of `jaxplace.hetero.reference`'s DP.
+"""Brute force for tiny instances: the oracle of `jaxplace.objectives.throughput_unequal.reference`'s DP.
 
 `best_split` tries every split of one order on one device sequence; `optimum` every
 pipeline of the graph: every stage map (edges never go back, no empty stage) and
@@ -11,7 +11,7 @@ import itertools
 
 import numpy as np
 
-from jaxplace.hetero.reference import evaluate_stages
+from jaxplace.objectives.throughput_unequal.reference import evaluate_stages
 
 
 def best_split(inst, order, devices, k: int) -> float:

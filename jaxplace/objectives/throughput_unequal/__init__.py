@@ -11,6 +11,11 @@ over the directed links, memory), `reference` the float64 oracle (DP, decode,
 force for tests. A `Problem(graph, cluster=unequal, objective="throughput")` uses it.
 """
 
-from jaxplace.hetero.reference import StageCosts, decode, evaluate_stages, slice_on_devices
+from jaxplace.objectives.throughput_unequal.reference import (
+    StageCosts,
+    decode,
+    evaluate_stages,
+    slice_on_devices,
+)
 
 __all__ = ["StageCosts", "decode", "evaluate_stages", "slice_on_devices"]

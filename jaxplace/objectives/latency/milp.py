@@ -47,9 +47,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from jaxplace.errors import JaxplaceError
-from jaxplace.latency import _events
-from jaxplace.latency._model import ModelBuilder, add, horizon_and_start, model_scale
-from jaxplace.latency.instance import LatencyInstance, Schedule, validate_schedule
+from jaxplace.objectives.latency import _events
+from jaxplace.objectives.latency._model import ModelBuilder, add, horizon_and_start, model_scale
+from jaxplace.objectives.latency.instance import LatencyInstance, Schedule, validate_schedule
 
 
 @dataclass(frozen=True)

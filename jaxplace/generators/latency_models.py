@@ -5,7 +5,7 @@ norms and GELU decomposed into elementwise ops as in GPT-2 exports, Swin's windo
 partition/reverse as Reshape/Transpose, the fused QKV projection as MatMul + Split with
 three output tensors) and are costed like imported graphs
 (`jaxplace.importers.builder.GraphBuilder`, roofline on `device`), so
-`jaxplace.latency.times.instance_from` recomputes every op's time per cluster device
+`jaxplace.cluster.times.instance_from` recomputes every op's time per cluster device
 from the `flops` / `bytes_moved` attributes. Sizes follow MOIRAI's Table IV (Zhang et
 al. 2023): GPT-3 330M = 24 layers, hidden 1024, 16 heads, 2048 tokens (~1,200 ops);
 Swin 1.8B-like = depths (2, 2, 26, 2), embedding dim 512, window 7, a 1120 x 1120 image

@@ -58,10 +58,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from jaxplace.latency import _events
-from jaxplace.latency._model import ModelBuilder, add, model_scale, serial_horizon
-from jaxplace.latency.instance import LatencyInstance, Schedule, validate_schedule
-from jaxplace.latency.milp import LatencyMILPResult, _prepare, solve_built
+from jaxplace.objectives.latency import _events
+from jaxplace.objectives.latency._model import ModelBuilder, add, model_scale, serial_horizon
+from jaxplace.objectives.latency.instance import LatencyInstance, Schedule, validate_schedule
+from jaxplace.objectives.latency.milp import LatencyMILPResult, _prepare, solve_built
 
 
 @dataclass

@@ -8,7 +8,7 @@ memory as a hard capacity), then runs that split on the real cluster:
 - `naive`: stage s on the cluster's device s (the order of the cluster file);
 - `best_order`: the same split on the best of every ordered choice of devices.
 
-Both are evaluated exactly by `jaxplace.hetero.reference.evaluate_stages`.
+Both are evaluated exactly by `jaxplace.objectives.throughput_unequal.reference.evaluate_stages`.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from jaxplace.graph import CompGraph
-from jaxplace.hetero.reference import evaluate_stages
+from jaxplace.objectives.throughput_unequal.reference import evaluate_stages
 from jaxplace.problem import Problem
 
 #: Ordered device choices tried for `best_order`, at most.

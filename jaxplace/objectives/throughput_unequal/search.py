@@ -1,6 +1,6 @@
 """Searching node priorities and the device order together (the `jp.search` side).
 
-A candidate row holds N node priorities and D device keys (`jaxplace.hetero.decoder`);
+A candidate row holds N node priorities and D device keys (`jaxplace.objectives.throughput_unequal.decoder`);
 every method that scores through `SearchRequest.fitness` (default, random, brkga,
 every evosax algorithm) searches both. `hetero_result` decodes the best row by the
 float64 reference. The default search:
@@ -24,7 +24,7 @@ import time
 
 import numpy as np
 
-from jaxplace.hetero.reference import decode, slice_on_devices
+from jaxplace.objectives.throughput_unequal.reference import decode, slice_on_devices
 
 BRKGA_SHARE = 0.5
 POPULATION = 100
@@ -57,7 +57,7 @@ def search_row(problem, x, spec=None) -> np.ndarray:
     """(n + d,) float32 node priorities and device keys from a search row (width N + D
     of `spec`, by default `make_spec`'s), an (n + d,) row, or (n,) node priorities
     (devices fastest first)."""
-    from jaxplace.hetero.decoder import make_spec
+    from jaxplace.objectives.throughput_unequal.decoder import make_spec
 
     inst = problem.pipeline_instance
     n, d = inst.n, inst.num_devices
@@ -130,7 +130,7 @@ def device_orders(inst, x: np.ndarray):
     d = inst.num_devices
     if np.prod(np.arange(1, d + 1)) <= POLISH_ORDERS:
         return itertools.permutations(range(d))
-    from jaxplace.hetero.model import device_sequence
+    from jaxplace.objectives.throughput_unequal.model import device_sequence
 
     own = [int(p) for p in device_sequence(x[inst.n:], d)]
     return ([p] + [q for q in own if q != p] for p in own)

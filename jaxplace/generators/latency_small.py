@@ -1,7 +1,7 @@
 """Small seeded latency problems that MOIRAI's MILP solves exactly (to check that
 the search ends within 1% of the optimum), for `jaxplace bench latency --small` and tests.
 
-`random_dag(seed, n)`: n ops built with the roofline model of `latency.models` (so op
+`random_dag(seed, n)`: n ops built with the roofline model of `generators.latency_models` (so op
 times differ per device profile as for the GPT/Swin graphs): each op reads one or two
 of the last `window` tensors, is a MatMul (with weights) or an elementwise op, and
 writes 0.25-8 M elements (1-32 MB in fp32), so a transfer over a 4-5 GB/s link costs
@@ -23,7 +23,7 @@ PROFILES = ("h100", "a100", "v100", "p100", "t4", "p4", "rtx2080ti", "rtx3060ti"
 
 def random_dag(seed: int, n: int, *, window: int = 4, dtype: str = "fp32") -> CompGraph:
     """A seeded random op graph of n ops with roofline FLOPs and bytes (module doc)."""
-    from jaxplace.latency.models import _Model
+    from jaxplace.generators.latency_models import _Model
 
     rng = np.random.default_rng(seed)
     m = _Model("v100", dtype)

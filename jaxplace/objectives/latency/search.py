@@ -2,7 +2,7 @@
 
 Every search method that scores candidates through `SearchRequest.fitness` (default,
 random, brkga, every evosax algorithm) scores a latency problem with the batched list
-scheduler (`jaxplace.latency.decoder`); `latency_result` turns the best priorities
+scheduler (`jaxplace.objectives.latency.decoder`); `latency_result` turns the best priorities
 into a `Result` through the float64 reference. The default search for latency:
 
 1. BRKGA (population 100) with the heuristic priorities in its first population: the
@@ -13,7 +13,7 @@ into a `Result` through the float64 reference. The default search for latency:
    to another op's key (so Kahn emits it right before or after that op), accepting
    no-worse candidates; the rest of the budget, same patience.
 3. The answer is the best schedule of the searches, the seeds and the baselines of
-   `jaxplace.latency.baselines` (fastest single device, EFT greedy, best contiguous
+   `jaxplace.objectives.latency.baselines` (fastest single device, EFT greedy, best contiguous
    pipeline), by the float64 reference: the default search is never worse than any of
    them. A baseline schedule is not always a list schedule of some priorities (the
    earliest-finish rule never puts a whole graph on a device that is slower for its
@@ -37,8 +37,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from jaxplace.latency.instance import Schedule
-from jaxplace.latency.reference import kahn_order, list_schedule
+from jaxplace.objectives.latency.instance import Schedule
+from jaxplace.objectives.latency.reference import kahn_order, list_schedule
 from jaxplace.partition import Partition
 
 #: Share of the budget spent by BRKGA; the rest goes to the local search.
@@ -87,7 +87,7 @@ def latency_result(req, method: str, x, evaluations: int, history, interrupted: 
 def latency_seeds(problem) -> np.ndarray:
     """(S, n) float32 heuristic priorities: HEFT upward ranks first, then the seeds of
     the throughput search (DFS linearization, layerings)."""
-    from jaxplace.latency.baselines import upward_ranks
+    from jaxplace.objectives.latency.baselines import upward_ranks
     from jaxplace.search.baselines import seed_priorities
 
     r = upward_ranks(problem.latency)
@@ -126,7 +126,7 @@ def latency_default(req):
 def _refined(req, res, baselines: list, seconds: float):
     """`res`, or a shorter schedule found by `latency.refine` from it and from the
     baseline schedules (module docstring, step 4)."""
-    from jaxplace.latency.refine import refine, start_order
+    from jaxplace.objectives.latency.refine import refine, start_order
     from jaxplace.search.baselines import order_to_priorities
 
     inst = req.problem.latency
@@ -155,7 +155,7 @@ def _refined(req, res, baselines: list, seconds: float):
 
 def _baseline_schedules(inst) -> list:
     """The schedules of `latency.baselines.BASELINES`, in its order."""
-    from jaxplace.latency.baselines import BASELINES
+    from jaxplace.objectives.latency.baselines import BASELINES
 
     return [fn(inst) for fn in BASELINES.values()]
 
@@ -163,7 +163,7 @@ def _baseline_schedules(inst) -> list:
 def _best_of_baselines(req, res, schedules: list):
     """`res`, or the best of the baseline `schedules` when it is shorter (module
     docstring)."""
-    from jaxplace.latency.baselines import BASELINES
+    from jaxplace.objectives.latency.baselines import BASELINES
     from jaxplace.search.baselines import order_to_priorities
 
     inst = req.problem.latency

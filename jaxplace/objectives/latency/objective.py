@@ -1,5 +1,5 @@
 """The latency objective as an `Objective`: the makespan of one inference on a
-cluster (MOIRAI's model, `jaxplace.latency.instance`).
+cluster (MOIRAI's model, `jaxplace.objectives.latency.instance`).
 
 A partition is the device of every op; its cost is the makespan of the earliest-start
 schedule of the ops in a topological order (the partition's own order when it is a
@@ -25,7 +25,7 @@ class ScheduleCost:
     """The reference cost of a device assignment: its schedule and makespan."""
 
     assignment: np.ndarray  # (n,) int64 device of every op
-    schedule: object  # jaxplace.latency.instance.Schedule
+    schedule: object  # jaxplace.objectives.latency.instance.Schedule
 
     @property
     def makespan(self) -> float:
@@ -79,7 +79,7 @@ class Latency(Objective):
         problem.instance  # noqa: B018 (builds the instance now: a graph too big fails here)
 
     def instance(self, problem):
-        from jaxplace.latency.times import instance_from
+        from jaxplace.cluster.times import instance_from
 
         return instance_from(problem.graph, problem.cluster)
 
@@ -87,8 +87,8 @@ class Latency(Objective):
     def evaluate_partition(self, problem, assignment, *, contiguous: bool = True,
                            devices=None):
         from jaxplace.errors import JaxplaceError
-        from jaxplace.latency.instance import Schedule
-        from jaxplace.latency.reference import replay_schedule, schedule_order
+        from jaxplace.objectives.latency.instance import Schedule
+        from jaxplace.objectives.latency.reference import replay_schedule, schedule_order
 
         inst = problem.latency
         order = getattr(assignment, "order", None)
@@ -113,7 +113,7 @@ class Latency(Objective):
         """The partition a saved result stands for: its assignment with the saved
         schedule's event order (`latency.result.saved_partition`), so that it reloads
         at the saved makespan."""
-        from jaxplace.latency.result import saved_partition
+        from jaxplace.objectives.latency.result import saved_partition
 
         return saved_partition(problem, data, assignment, source)
 
@@ -124,19 +124,19 @@ class Latency(Objective):
         if not len(X):
             return np.zeros(0)
         if precision == "reference":
-            from jaxplace.latency.reference import makespans
+            from jaxplace.objectives.latency.reference import makespans
 
             return makespans(problem.latency, X)
         import jax.numpy as jnp
 
-        from jaxplace.latency.decoder import evaluate
+        from jaxplace.objectives.latency.decoder import evaluate
 
         return np.asarray(evaluate(problem.latency, X, dtype=jnp.float64
                                    if precision == "float64" else jnp.float32), np.float64)
 
     def decode(self, problem, x, **settings):
-        from jaxplace.latency.reference import list_schedule
-        from jaxplace.latency.search import schedule_partition
+        from jaxplace.objectives.latency.reference import list_schedule
+        from jaxplace.objectives.latency.search import schedule_partition
 
         X = np.asarray(x)
         parts = [schedule_partition(problem.graph, r, list_schedule(problem.latency, r))
@@ -144,12 +144,12 @@ class Latency(Objective):
         return parts[0] if X.ndim == 1 else parts
 
     def brute_force(self, problem) -> float:
-        from jaxplace.latency.brute import brute_force
+        from jaxplace.objectives.latency.brute import brute_force
 
         return float(brute_force(problem.latency)[0])
 
     def lower_bound(self, problem) -> float:
-        from jaxplace.latency.reference import lower_bound
+        from jaxplace.objectives.latency.reference import lower_bound
 
         return float(lower_bound(problem.latency))
 
@@ -157,7 +157,7 @@ class Latency(Objective):
         """`latency_result_dict`; a schedule that fits no device's memory (ops left
         unplaced) is refused rather than written with device -1."""
         from jaxplace.errors import JaxplaceError
-        from jaxplace.latency.result import latency_result_dict, schedule_of
+        from jaxplace.objectives.latency.result import latency_result_dict, schedule_of
 
         schedule = schedule_of(problem, partition)
         if not np.isfinite(schedule.makespan) or np.any(np.asarray(schedule.device) < 0):
@@ -169,13 +169,13 @@ class Latency(Objective):
         return f"{value * 1e3:.6g} ms"
 
     def report(self, problem, result, certificate=None) -> list[str]:
-        from jaxplace.latency.result import report_lines
+        from jaxplace.objectives.latency.result import report_lines
 
         return report_lines(problem, result, certificate)
 
     # -- proofs --------------------------------------------------------------------
     def start_partition(self, problem):
-        from jaxplace.latency.search import latency_seeds
+        from jaxplace.objectives.latency.search import latency_seeds
 
         return self.decode(problem, latency_seeds(problem)[0])
 
@@ -188,21 +188,21 @@ class Latency(Objective):
 
     def _simple(self, problem, ctx, partition):
         from jaxplace.bounds.base import MethodResult
-        from jaxplace.latency.milp import latency_lower_bound
+        from jaxplace.objectives.latency.milp import latency_lower_bound
 
         b = max(self.lower_bound(problem), latency_lower_bound(problem.latency))
         return MethodResult("simple", b, "closed form", 0.0, kind="closed-form")
 
     def _milp_lp(self, problem, ctx, partition):
         from jaxplace.bounds.base import MethodResult
-        from jaxplace.latency.milp import moirai_lp_bound
+        from jaxplace.objectives.latency.milp import moirai_lp_bound
 
         b = moirai_lp_bound(problem.latency, ctx.time_limit, ctx.threads)
         return MethodResult("milp-lp", b, "Optimal", 0.0, kind="lp")
 
     def _milp(self, problem, ctx, partition):
         from jaxplace.bounds.base import MethodResult
-        from jaxplace.latency.milp import solve_moirai
+        from jaxplace.objectives.latency.milp import solve_moirai
 
         warm = self.evaluate_partition(problem, partition).schedule
         if not np.isfinite(warm.makespan):
@@ -214,29 +214,29 @@ class Latency(Objective):
 
     # -- search --------------------------------------------------------------------
     def device(self, req):
-        from jaxplace.latency.decoder import latency_graph
+        from jaxplace.objectives.latency.decoder import latency_graph
 
         return latency_graph(req.problem.latency)
 
     def fitness(self, req):
-        from jaxplace.latency.decoder import LatencyFitness
+        from jaxplace.objectives.latency.decoder import LatencyFitness
 
         return LatencyFitness(req.spec)
 
     def first_solution(self, req):
-        from jaxplace.latency.search import latency_seeds
+        from jaxplace.objectives.latency.search import latency_seeds
         from jaxplace.search.result import History
 
         return self.finish(req, "eft", latency_seeds(req.problem)[0], 1, History.empty(),
                            False)
 
     def finish(self, req, method, x, evaluations, history, interrupted, info=None):
-        from jaxplace.latency.search import latency_result
+        from jaxplace.objectives.latency.search import latency_result
 
         return latency_result(req, method, x, evaluations, history, interrupted, info)
 
     def default_search(self, req):
-        from jaxplace.latency.search import latency_default
+        from jaxplace.objectives.latency.search import latency_default
 
         return latency_default(req)
 

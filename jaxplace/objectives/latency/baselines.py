@@ -26,8 +26,8 @@ from collections import deque
 
 import numpy as np
 
-from jaxplace.latency.instance import LatencyInstance, Schedule
-from jaxplace.latency.reference import list_schedule, schedule_order
+from jaxplace.objectives.latency.instance import LatencyInstance, Schedule
+from jaxplace.objectives.latency.reference import list_schedule, schedule_order
 
 
 def _infeasible(n: int) -> Schedule:

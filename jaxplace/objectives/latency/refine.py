@@ -28,8 +28,8 @@ import time
 
 import numpy as np
 
-from jaxplace.latency.instance import LatencyInstance, Schedule
-from jaxplace.latency.reference import schedule_order
+from jaxplace.objectives.latency.instance import LatencyInstance, Schedule
+from jaxplace.objectives.latency.reference import schedule_order
 
 #: Relative improvement a move must bring (guards against float noise cycling).
 RTOL = 1e-12
@@ -48,7 +48,7 @@ def start_order(inst: LatencyInstance, s: Schedule) -> np.ndarray:
 def rank_order(inst: LatencyInstance, dev: np.ndarray, out: list) -> np.ndarray:
     """(n,) int64 Kahn order by upward ranks for fixed devices `dev`; `out[v]` lists
     (tensor, consumer) pairs of op v."""
-    from jaxplace.latency.reference import kahn_order
+    from jaxplace.objectives.latency.reference import kahn_order
 
     g = inst.graph
     t = inst.times[np.arange(inst.n), dev]

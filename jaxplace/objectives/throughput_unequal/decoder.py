@@ -4,7 +4,7 @@
 A candidate is a row of node priorities (columns 0..N-1, padding after the n real
 ops) and device keys (columns N..N+D-1): Kahn with priorities gives the order
 (`jaxplace.decoder.kahn`), the device keys sorted largest first give the device
-sequence, and the slicing DP of `jaxplace.hetero.reference` splits the order into at
+sequence, and the slicing DP of `jaxplace.objectives.throughput_unequal.reference` splits the order into at
 most K stages on a prefix of that sequence. The DP builds, per stage, the (N, N)
 matrix of max(P[s-1][l], c_s(l, t)) over (cut t, start l) and reduces it over l: XLA
 fuses the matrix into the reduction, so memory stays O(N) per candidate, and the
@@ -28,7 +28,7 @@ from jax import lax
 
 from jaxplace.decoder.kahn import positions, priority_keys
 from jaxplace.decoder.layout import coarse, pow2
-from jaxplace.hetero.model import capacity_limit
+from jaxplace.objectives.throughput_unequal.model import capacity_limit
 
 #: Relative agreement of float32 bottlenecks with the float64 reference: prefix sums
 #: of ~n float32 op times and of tensor bytes entering and leaving the cut traffic.
@@ -141,7 +141,7 @@ def hetero_graph(inst, k: int, spec: HeteroSpec | None = None, dtype=jnp.float32
 def kahn_blocked(spec: HeteroSpec, g: HeteroGraph, keys: jnp.ndarray) -> jnp.ndarray:
     """(N,) int32 Kahn order for (N,) unique int32 keys (`priority_keys`), the argmax
     over a two-level table (blocks of B ready keys and their maxima) as in
-    `jaxplace.latency.decoder`: O(sqrt N) reads per step instead of N."""
+    `jaxplace.objectives.latency.decoder`: O(sqrt N) reads per step instead of N."""
     N, B = spec.N, spec.B
     rk0 = jnp.where(g.indeg == 0, keys, -1)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from jaxplace.latency.instance import LatencyInstance, Schedule
+from jaxplace.objectives.latency.instance import LatencyInstance, Schedule
 
 
 def device_summary(inst: LatencyInstance, s: Schedule) -> list[dict]:

@@ -36,7 +36,7 @@ import numpy as np
 from jaxplace.cluster.model import Cluster
 from jaxplace.errors import JaxplaceError
 from jaxplace.graph import CompGraph
-from jaxplace.latency.instance import LatencyInstance
+from jaxplace.objectives.latency.instance import LatencyInstance
 
 US = 1e-6
 #: Lower-case op types that run on the matrix units besides roofline.MATRIX_OPS (the

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from jaxplace.latency import _events
-from jaxplace.latency.instance import LatencyInstance, Schedule
+from jaxplace.objectives.latency import _events
+from jaxplace.objectives.latency.instance import LatencyInstance, Schedule
 
 
 class ModelBuilder:

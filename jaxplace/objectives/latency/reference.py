@@ -26,8 +26,8 @@ import numpy as np
 
 from jaxplace.errors import JaxplaceError
 from jaxplace.graph import CompGraph
-from jaxplace.latency import _events
-from jaxplace.latency.instance import LatencyInstance, Schedule, Transfer
+from jaxplace.objectives.latency import _events
+from jaxplace.objectives.latency.instance import LatencyInstance, Schedule, Transfer
 from jaxplace.objectives.throughput.reference import kahn_csr
 
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from jaxplace.latency.instance import LatencyInstance, Schedule, Transfer
+from jaxplace.objectives.latency.instance import LatencyInstance, Schedule, Transfer
 
 
 @dataclass(frozen=True)

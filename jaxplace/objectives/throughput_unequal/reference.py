@@ -1,5 +1,5 @@
 """NumPy float64 reference of pipeline throughput on unequal devices: the oracle of
-`jaxplace.hetero.decoder` (the cost model is in `jaxplace.hetero.model`).
+`jaxplace.objectives.throughput_unequal.decoder` (the cost model is in `jaxplace.objectives.throughput_unequal.model`).
 
 - `slice_on_devices(inst, order, devices, k)`: the slicing DP of docs/problem.md section 2
   (Archer et al., ICML 2024) with the device sequence given: the order is split into
@@ -24,7 +24,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from jaxplace.errors import JaxplaceError
-from jaxplace.hetero.model import (
+from jaxplace.objectives.throughput.reference import check_order, kahn
+from jaxplace.objectives.throughput_unequal.model import (
     capacity_limit,
     check_devices,
     cut_traffic,
@@ -32,7 +33,6 @@ from jaxplace.hetero.model import (
     link_times,
 )
 from jaxplace.partition import Partition
-from jaxplace.objectives.throughput.reference import check_order, kahn
 
 #: Rows of the (t, l) cost matrix built at once by the DP.
 _ROWS = 256

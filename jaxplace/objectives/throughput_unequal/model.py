@@ -2,7 +2,7 @@
 
 A pipeline of S stages runs stage s on device `devices[s]` (distinct devices of the
 cluster). Per-op times, op memory, tensor bytes and the links come from
-`jaxplace.latency.times.instance_from` (a `LatencyInstance`), so both objectives of a
+`jaxplace.cluster.times.instance_from` (a `LatencyInstance`), so both objectives of a
 cluster read the same numbers. Stage s costs, per sample,
 
     compute(s) + in(s) + out(s),   +inf when its ops' memory exceeds its device's,
@@ -21,7 +21,7 @@ cluster read the same numbers. Stage s costs, per sample,
 
 Forwarding is what makes the slicing DP exact: a stage's cost depends only on its
 first and last position in the order and on its device and its neighbours' devices
-(`jaxplace.hetero.reference`). On a chain every tensor crosses one cut and the cost is
+(`jaxplace.objectives.throughput_unequal.reference`). On a chain every tensor crosses one cut and the cost is
 the block cost of docs/problem.md section 1 with per-link bandwidth; on a DAG whose
 tensors skip a whole stage it charges the forwarding that MTPP's all-to-all network
 does not.

@@ -63,8 +63,8 @@ def report_lines(problem, part, sc) -> list[str]:
     on the devices fastest first."""
     import numpy as np
 
-    from jaxplace.hetero.reference import decode
-    from jaxplace.hetero.search import speed_keys
+    from jaxplace.objectives.throughput_unequal.reference import decode
+    from jaxplace.objectives.throughput_unequal.search import speed_keys
     from jaxplace.search.baselines import dfs_order, order_to_priorities
 
     inst = problem.pipeline_instance

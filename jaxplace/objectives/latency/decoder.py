@@ -1,6 +1,6 @@
 """The batched JAX list scheduler: (P, n) priorities -> (P,) makespans.
 
-Computes exactly what `jaxplace.latency.reference.list_schedule` computes (same Kahn
+Computes exactly what `jaxplace.objectives.latency.reference.list_schedule` computes (same Kahn
 order, same earliest-finish-time device choice, same port rules), one candidate per
 `lax.fori_loop` over the padded ops, `vmap`ped over the population. Equal to the
 reference in float64 (under `jax_enable_x64`); in float32 the makespans agree to
@@ -31,7 +31,7 @@ from jax import lax
 
 from jaxplace.decoder.kahn import priority_keys
 from jaxplace.decoder.layout import coarse, pow2
-from jaxplace.latency.instance import LatencyInstance
+from jaxplace.objectives.latency.instance import LatencyInstance
 
 #: Relative agreement of float32 makespans with the float64 reference (no device ties):
 #: sums of ~n float32 times, each rounded at 6e-8.

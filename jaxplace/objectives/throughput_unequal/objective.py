@@ -40,13 +40,13 @@ class UnequalDevices(ClosedFormCertify, Objective):
         return frozenset(_SEARCH) | {a for a in algorithms() if a != "BRKGA"}
 
     def validate(self, problem) -> None:
-        from jaxplace.hetero.model import check_problem
+        from jaxplace.objectives.throughput_unequal.model import check_problem
 
         check_problem(problem)
         super().validate(problem)
 
     def instance(self, problem):
-        from jaxplace.latency.times import instance_from
+        from jaxplace.cluster.times import instance_from
 
         return instance_from(problem.graph, problem.cluster)
 
@@ -54,7 +54,7 @@ class UnequalDevices(ClosedFormCertify, Objective):
     def evaluate_partition(self, problem, assignment, *, contiguous: bool = True,
                            devices=None):
         from jaxplace.errors import JaxplaceError
-        from jaxplace.hetero.reference import evaluate_stages
+        from jaxplace.objectives.throughput_unequal.reference import evaluate_stages
 
         if not contiguous:
             raise JaxplaceError(f"non-contiguous splits are not available for "
@@ -72,15 +72,15 @@ class UnequalDevices(ClosedFormCertify, Objective):
     def evaluate(self, problem, X, *, precision: str = "float32", **settings):
         import jax.numpy as jnp
 
-        from jaxplace.hetero.decoder import evaluate
+        from jaxplace.objectives.throughput_unequal.decoder import evaluate
 
         return evaluate(problem.pipeline_instance, problem.k, X,
                         dtype=jnp.float64 if precision == "float64" else jnp.float32)
 
     def decode(self, problem, x, **settings):
         """The float64 reference decode of rows of any search width (`search_row`)."""
-        from jaxplace.hetero.reference import decode
-        from jaxplace.hetero.search import search_row
+        from jaxplace.objectives.throughput_unequal.reference import decode
+        from jaxplace.objectives.throughput_unequal.search import search_row
 
         X = np.asarray(x)
         parts = [decode(problem.pipeline_instance, search_row(problem, r), problem.k)
@@ -88,19 +88,19 @@ class UnequalDevices(ClosedFormCertify, Objective):
         return parts[0] if X.ndim == 1 else parts
 
     def brute_force(self, problem) -> float:
-        from jaxplace.hetero.brute import optimum
+        from jaxplace.objectives.throughput_unequal.brute import optimum
 
         return float(optimum(problem.pipeline_instance, problem.k))
 
     def lower_bound(self, problem) -> float:
-        from jaxplace.hetero.bound import lower_bound
+        from jaxplace.objectives.throughput_unequal.bound import lower_bound
 
         return float(lower_bound(problem.pipeline_instance, problem.k))
 
     def result_dict(self, problem, partition, *, method=None, seed=None,
                     lower_bound=None, source=None, timings=None, extra=None,
                     certificate=None, **_ignored) -> dict:
-        from jaxplace.hetero.report import result_dict
+        from jaxplace.objectives.throughput_unequal.report import result_dict
 
         part = as_partition(partition)
         sc = self.evaluate_partition(problem, part)
@@ -114,8 +114,8 @@ class UnequalDevices(ClosedFormCertify, Objective):
 
     # -- proofs --------------------------------------------------------------------
     def start_partition(self, problem):
-        from jaxplace.hetero.reference import decode
-        from jaxplace.hetero.search import polish, search_row
+        from jaxplace.objectives.throughput_unequal.reference import decode
+        from jaxplace.objectives.throughput_unequal.search import polish, search_row
         from jaxplace.search.baselines import dfs_order, order_to_priorities
 
         x = search_row(problem, order_to_priorities(dfs_order(problem.graph)))
@@ -126,7 +126,7 @@ class UnequalDevices(ClosedFormCertify, Objective):
         return f"{value * 1e3:.6g} ms"
 
     def report(self, problem, result, certificate=None) -> list[str]:
-        from jaxplace.hetero.report import report_lines
+        from jaxplace.objectives.throughput_unequal.report import report_lines
 
         part = as_partition(result)
         return report_lines(problem, part, self.evaluate_partition(problem, part))
@@ -136,27 +136,27 @@ class UnequalDevices(ClosedFormCertify, Objective):
         return None  # device keys come along with the node priorities
 
     def device(self, req):
-        from jaxplace.hetero.decoder import hetero_graph
+        from jaxplace.objectives.throughput_unequal.decoder import hetero_graph
 
         return hetero_graph(req.problem.pipeline_instance, req.problem.k)
 
     def fitness(self, req):
-        from jaxplace.hetero.decoder import HeteroFitness
+        from jaxplace.objectives.throughput_unequal.decoder import HeteroFitness
 
         return HeteroFitness(req.spec)
 
     def first_solution(self, req):
-        from jaxplace.hetero.search import hetero_first
+        from jaxplace.objectives.throughput_unequal.search import hetero_first
 
         return hetero_first(req)
 
     def finish(self, req, method, x, evaluations, history, interrupted, info=None):
-        from jaxplace.hetero.search import hetero_result
+        from jaxplace.objectives.throughput_unequal.search import hetero_result
 
         return hetero_result(req, method, x, evaluations, history, interrupted, info)
 
     def default_search(self, req):
-        from jaxplace.hetero.search import hetero_default
+        from jaxplace.objectives.throughput_unequal.search import hetero_default
 
         return hetero_default(req)
 
