@@ -1,17 +1,15 @@
 """`jaxplace partition config.json --cluster FILE`: a decoder config's layer chain split
-exactly over a cluster's devices and their order (`jaxplace.llm.cluster_split`: roofline
-speeds per device, memory, directed links), a cost model no `Problem` objective has, so
-its result is built here (written by `formats.results.write_result`, as `save_result`'s
-are): a row per stage (device, layers, time, memory against the device's share),
-`assignment` and `node_ids` for `jaxplace export`, `stage_devices` (the framework's
-pipeline ranks in that order) and the DP's `Certificate` (exhaustive: a proven bound).
+exactly over a cluster's devices and their order. The DP is `jaxplace.llm.cluster_split`
+(a side path, not an objective: see its docstring), its rows and certificate
+`jaxplace.llm.cluster_result`; this module parses, prints and writes the result
+(`formats.results.write_result`, as `save_result`'s are): a row per stage, `assignment`
+and `node_ids` for `jaxplace export`, `stage_devices` (the framework's pipeline ranks in
+that order) and the DP's `Certificate` (exhaustive: a proven bound).
 """
 
 from __future__ import annotations
 
 import sys
-
-import numpy as np
 
 from jaxplace.errors import JaxplaceError
 from jaxplace.jsonio import read_json
@@ -27,17 +25,6 @@ def is_config_file(path: str | None) -> bool:
         return is_hf_config(read_json(path))
     except JaxplaceError:
         return False
-
-
-def _certificate(plan):
-    from jaxplace.bounds.base import MethodResult
-    from jaxplace.bounds.certificate import Certificate
-
-    dp = MethodResult("cluster-dp", float(plan.bottleneck), "Optimal", 0.0, kind="dp")
-    return Certificate(lower_bound=float(plan.bottleneck), upper_bound=float(plan.bottleneck),
-                       partition=np.asarray(plan.assignment), partition_source="cluster-dp",
-                       method="cluster-dp", results=[dp],
-                       settings={"orders": plan.orders_tried, "time_unit": "us"})
 
 
 #: `partition` options the exact layer DP does not take: one line, exit 2 when set
@@ -56,6 +43,7 @@ def run_config_on_cluster(args) -> int:
     from jaxplace.cluster import load_cluster
     from jaxplace.formats.results import FORMAT, write_result
     from jaxplace.llm import cluster_split, layer_graph
+    from jaxplace.llm.cluster_result import plan_certificate, stage_rows
     from jaxplace.llm.workload import workload_options
 
     cluster = load_cluster(args.cluster)
@@ -65,14 +53,8 @@ def run_config_on_cluster(args) -> int:
     plan = cluster_split(data, cluster, stages=args.k, source=args.file, **options)
     graph = layer_graph(data, device=cluster.profiles[plan.devices[0]], source=args.file,
                         **options)
-    fraction = graph.meta["workload"]["memory_fraction"]
     names = [cluster.names[d] for d in plan.devices]
-    rows = [{"stage": s, "device": cluster.names[d], "profile": cluster.profiles[d].name,
-             "nodes": [graph.node_ids[v] for v in np.flatnonzero(plan.assignment == s)],
-             "time_us": float(plan.stage_times[s]),
-             "memory_bytes": float(plan.stage_memory[s]),
-             "memory_limit_bytes": float(cluster.memory[d] * fraction)}
-            for s, d in enumerate(plan.devices)]
+    rows = stage_rows(plan, graph, cluster)
     if not args.quiet:
         print(f"{graph.meta['model']} on {cluster.name}: {len(rows)} stages, "
               f"{graph.meta['workload']['mode']}, exact over {plan.orders_tried} device "
@@ -83,7 +65,7 @@ def run_config_on_cluster(args) -> int:
                   f"{len(r['nodes']):>7}  {r['time_us'] / 1e3:>9.3f}  "
                   f"{r['memory_bytes'] / 1e9:>9.2f} / {r['memory_limit_bytes'] / 1e9:.2f}",
                   file=sys.stderr)
-    cert = _certificate(plan)
+    cert = plan_certificate(plan)
     print(f"bottleneck {plan.bottleneck / 1e3:.6g} ms per micro-batch ("
           + ("optimal: " if cert.optimal else "") + "exact DP over splits and device "
           f"orders); stage devices: {', '.join(names)}")

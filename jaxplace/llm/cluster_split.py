@@ -4,9 +4,10 @@ Stage s runs on device `order[s]` (distinct devices): its time is the roofline t
 its layers on that device's profile, plus the activation entering it over the link
 from the previous stage's device and the one leaving it over the link to the next
 (each direction's bandwidth and latency from the cluster file; in training the
-gradient crosses back, so twice), the same stage cost as `jaxplace.objectives.throughput.cost` with
-per-device speeds and per-link bandwidths. Memory: a stage's resident bytes plus its
-largest working set must fit `memory_fraction` of its device's memory. The objective
+gradient crosses back, so twice), the same stage cost as
+`jaxplace.objectives.throughput.cost` with per-device speeds and per-link bandwidths.
+Memory: a stage's resident bytes plus its largest working set must fit
+`memory_fraction` of its device's memory. The objective
 is the bottleneck stage time (the pipeline's throughput).
 
 For one device order, a dynamic program over (stage, prefix of items) is exhaustive
@@ -16,6 +17,14 @@ classes is tried, with the devices of a class taken in index order. This is exac
 over all orders when the devices of a class have the same links (true of the shipped
 clusters within a server); with more than `MAX_ORDERS` class sequences it refuses.
 The DP runs on all orders at once (numpy, one array row per order).
+
+Not an objective: it is an exact DP over a layer chain (a model config's layers, not a
+`Problem`'s op graph) and device orders on an unequal cluster, a side path behind
+`jaxplace partition config.json --cluster` (`cli.partition_cluster`; rows and the
+certificate in `cluster_result`). The objective for a general op graph on such a
+cluster is `objectives.throughput_unequal` (searched, with lower bounds); this DP
+answers the chain case exactly under its own layer-level cost model (roofline layers,
+activations over links, the training workload's memory), which no `Problem` carries.
 """
 
 from __future__ import annotations

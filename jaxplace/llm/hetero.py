@@ -5,7 +5,8 @@ free memory (vLLM #6824) needs one per rank. For a chain (every layer graph from
 config), the valid partitions are exactly the contiguous splits, so a dynamic program
 over (rank, prefix of items) is exhaustive: it returns the minimum bottleneck over all
 splits that put stage s on rank s within its memory, with the same stage costs as
-`jaxplace.objectives.throughput.cost.evaluate_partition` (work + the activation entering + the one leaving).
+`jaxplace.objectives.throughput.cost.evaluate_partition` (work + the activation
+entering + the one leaving).
 The final norm and LM head stay one item (their colocation class).
 """
 
