@@ -1,5 +1,7 @@
-"""Import real models: JAX/Flax programs (`from_jax`) and ONNX files (`from_onnx`),
-costed with a roofline model on a named device profile (`get_device`).
+"""Import real models: JAX/Flax programs (`from_jax`) and ONNX files (`from_onnx`, costed
+as an optimizing runtime launches them: `runtime_fusion`), costed with a roofline
+model on a named device profile (`get_device`); `agreement` compares an ONNX import
+with `jaxplace.torch`'s graph of the same module, op kind by op kind.
 
     import jaxplace as jp
     graph = jp.importers.from_jax(model.apply, x, params=params, device="h100")

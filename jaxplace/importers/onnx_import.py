@@ -106,7 +106,8 @@ def from_onnx(model, device: str | DeviceProfile = "h100", *, coarsen: bool | st
     try:
         folded = fold(proto, dim_values, default_dim, source)
         plan = runtime_fusion.find(folded) if fusion == "runtime" else None
-        graph = _convert(folded, dev, source, free=plan.free if plan else ())
+        graph = _convert(folded, dev, source, free=plan.free if plan else (),
+                         fused=plan.fused() if plan else ())
     except JaxplaceError as exc:
         raise (exc.with_source(source) if source else exc) from None
     unknown, unshaped = graph.meta["unknown_ops"], graph.meta["unshaped_tensors"]
@@ -131,8 +132,10 @@ def from_onnx(model, device: str | DeviceProfile = "h100", *, coarsen: bool | st
     return graph
 
 
-def _convert(folded: FoldedModel, dev, source, free=()) -> CompGraph:
-    """The as-exported graph; the compute ops at positions `free` cost nothing."""
+def _convert(folded: FoldedModel, dev, source, free=(), fused=()) -> CompGraph:
+    """The as-exported graph; the compute ops at positions `free` cost nothing, and
+    those in `fused` (runtime-fused groups) count a tensor they read twice (x * x)
+    once, as the fused kernel reads it."""
     onnx = require_onnx()
     g = folded.model.graph
     info = folded.info
@@ -164,7 +167,8 @@ def _convert(folded: FoldedModel, dev, source, free=()) -> CompGraph:
                 in_tensors.append(env[s][1])
         outs = list(node.output)
         unshaped.update(o for o in outs if o in read and info.get(o, (None, 0))[0] is None)
-        flops, moved, t, dtype = _node_cost(onnx, node, ins, info, nbytes, dev, unknown)
+        flops, moved, t, dtype = _node_cost(onnx, node, ins, info, nbytes, dev, unknown,
+                                            unique=pos in fused)
         if pos in free:  # a runtime folds it into its consumers: no kernel, no bytes
             flops = moved = t = 0.0
         dtype_flops[dtype] = dtype_flops.get(dtype, 0.0) + flops
@@ -190,9 +194,10 @@ def _convert(folded: FoldedModel, dev, source, free=()) -> CompGraph:
     return b.build(meta)
 
 
-def _node_cost(onnx, node, ins, info, nbytes, dev, unknown
+def _node_cost(onnx, node, ins, info, nbytes, dev, unknown, unique: bool = False
                ) -> tuple[float, float, float, str]:
-    """(FLOPs, bytes moved, seconds, dtype key) of one compute op."""
+    """(FLOPs, bytes moved, seconds, dtype key) of one compute op; `unique`: an input
+    named twice (x * x) is read once."""
     op = node.op_type
     cat = rl.classify(op)
     if cat == "view":
@@ -204,7 +209,8 @@ def _node_cost(onnx, node, ins, info, nbytes, dev, unknown
     outs = [o for o in node.output if o]
     in_elems = sum(rl.numel(shape(s)) for s in ins)
     out_elems = sum(rl.numel(shape(s)) for s in outs)
-    moved = sum(nbytes(s) for s in ins) + sum(nbytes(s) for s in outs)
+    moved = sum(nbytes(s) for s in (dict.fromkeys(ins) if unique else ins)) + \
+        sum(nbytes(s) for s in outs)
     et = (info.get(outs[0], ([], 1))[1] if outs else 1) or 1
     try:
         flops, matrix, et = node_flops(onnx, node, op, cat, ins, outs, info, shape, et,

@@ -24,12 +24,14 @@ consumers, constant values; never node names) and costs each as one kernel:
   Mul/Div whose only consumer is the first MatMul (the exporters scale Q and K^T
   each by sqrt(scale)) join it -> one Attention op (torch's
   scaled_dot_product_attention, ORT's MultiHeadAttention);
-- "free": Transpose and Split that move no data a runtime has to move: every
-  consumer, through views (Reshape, Squeeze, ...) and other such ops, is a matrix
-  op or a fused group above (a GEMM reads its operands strided: ORT's
-  MatMulTransposeFusion, torch's views), or the op only re-views its input (a
-  Transpose of size-1 axes, a Split into contiguous chunks), or its outputs are
-  never read (a runtime removes dead nodes) -> cost 0, no launch, as torch views.
+- "free": Transpose, Split, and a select (Gather of one constant index) or Slice of
+  constant bounds on a computed tensor, that move no data a runtime has to move:
+  every consumer, through views (Reshape, Squeeze, ...) and other such ops, is a
+  matrix op, a fused group above or a Concat (a GEMM reads its operands strided:
+  ORT's MatMulTransposeFusion, torch's views; a Concat copies its inputs anyway),
+  or the op only re-views its input (a Transpose of size-1 axes, a Split into
+  contiguous chunks), or its outputs are never read (a runtime removes dead nodes)
+  -> cost 0, no launch, as torch's views (transpose, split, select, slice).
 
 A fused group is one node with the FLOPs of all its members (nothing is dropped: a
 Gemm still does its bias adds) and one memory round trip: the inputs it reads from
@@ -68,6 +70,9 @@ class Plan:
 
     groups: list[tuple[str, list[int]]] = field(default_factory=list)  # head first
     free: set[int] = field(default_factory=set)
+
+    def fused(self) -> set[int]:
+        return {v for _, m in self.groups for v in m}
 
     def counts(self) -> dict[str, int]:
         c = Counter(p for p, _ in self.groups)
@@ -424,9 +429,9 @@ def _free_layout(view: _View, plan: Plan) -> set[int]:
         if v in ok:
             return ok[v]
         op = view.op(v)
-        if op in _MATRIX or v in fused:
+        if op in _MATRIX or v in fused or op == "Concat":  # Concat copies anyway
             res = True
-        elif rl.classify(op) == "view" or op in _PASS:
+        elif rl.classify(op) == "view" or _passes(view, v):
             res = all(o not in view.graph_out and all(accepts(c) for c in view.cons.get(o, []))
                       for o in view.outs(v))
         else:
@@ -436,11 +441,32 @@ def _free_layout(view: _View, plan: Plan) -> set[int]:
 
     free = set()
     for v in range(len(view.nodes)):
-        if v in fused or view.op(v) not in _PASS:
+        if v in fused or not _passes(view, v):
             continue
         if _reviews(view, v) or accepts(v):
             free.add(v)
     return free
+
+
+def _passes(view: _View, v: int) -> bool:
+    """A layout op a consumer can read through (strides, an offset): Transpose, Split,
+    and a select (Gather of one constant index) or Slice of constant bounds, step 1,
+    on a computed tensor (an embedding lookup, reading a table, is a real gather)."""
+    op = view.op(v)
+    if op in _PASS:
+        return True
+    node = view.nodes[v]
+    if not node.input or node.input[0] in view.folded.const:
+        return False
+    rest = [s for s in node.input[1:] if s]
+    if not all(s in view.folded.const and s in view.folded.values for s in rest):
+        return False
+    if op == "Gather":
+        return len(rest) == 1 and np.asarray(view.folded.values[rest[0]]).size == 1
+    if op == "Slice" and len(rest) >= 2:
+        steps = view.folded.values[rest[3]] if len(rest) > 3 else np.ones(1)
+        return bool(np.all(np.asarray(steps) == 1))
+    return False
 
 
 def _reviews(view: _View, v: int) -> bool:
@@ -451,6 +477,8 @@ def _reviews(view: _View, v: int) -> bool:
     if not shape or any(o in view.graph_out for o in view.outs(v)):
         return False
     node = view.nodes[v]
+    if view.op(v) not in _PASS:
+        return False
     if view.op(v) == "Transpose":
         perm = next((list(a.ints) for a in node.attribute if a.name == "perm"),
                     list(range(len(shape)))[::-1])
@@ -510,7 +538,8 @@ def expand_assignment(graph, assignment) -> np.ndarray:
 
 _LABEL = {"gemm": "MatMul+Add -> Gemm", "gelu": "GELU -> Gelu", "silu": "SiLU -> Swish",
           "attention": "attention -> Attention",
-          "free": "Transpose/Split free (feed a matrix op or only re-view)"}
+          "free": "layout ops free (Transpose/Split/select feeding a matrix op or "
+                  "Concat, or only re-viewing)"}
 
 
 def summary_line(meta) -> str | None:

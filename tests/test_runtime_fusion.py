@@ -1,0 +1,292 @@
+"""The ONNX importer's runtime-fusion pass (`importers.runtime_fusion`), one pattern per
+test on graphs built with onnx.helper: a fused node does the FLOPs of all its parts
+(no work lost), reads its external inputs and writes its output once, and every op
+outside a pattern keeps the cost it has as exported (`fusion="none"`)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from jaxplace.errors import JaxplaceError
+from jaxplace.importers import from_onnx, get_device
+from jaxplace.importers import runtime_fusion as rf
+
+onnx = pytest.importorskip("onnx")
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
+F32 = 4
+H100 = get_device("h100")
+
+
+def _model(nodes, inputs, outputs, inits=(), opset=18):
+    graph = helper.make_graph(nodes, "g", inputs, outputs, list(inits))
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+
+
+def _vi(name, shape):
+    return helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)
+
+
+def _c(name, value):
+    return numpy_helper.from_array(np.asarray(value, np.float32), name)
+
+
+def _both(model):
+    """(as exported, runtime-fused) graphs of `model`."""
+    return from_onnx(model, fusion="none", warn=None), from_onnx(model, warn=None)
+
+
+def _fused(graph_none, graph_rt, op_type):
+    """(fused node index, its members in the as-exported graph)."""
+    (i,) = [v for v, t in enumerate(graph_rt.op_types) if t == op_type]
+    return i, graph_rt.meta["runtime_fusion_members"][i]
+
+
+def _check_group(g0, g, op_type, ext_in_bytes, out_bytes):
+    """The fused node's FLOPs are its parts' sum; its bytes one round trip; every node
+    outside the group is the same op with the same cost."""
+    i, members = _fused(g0, g, op_type)
+    a0, a = g0.node_attrs, g.node_attrs
+    assert a["flops"][i] == pytest.approx(a0["flops"][members].sum(), rel=1e-12)
+    assert a["bytes_moved"][i] == pytest.approx(ext_in_bytes + out_bytes, rel=1e-12)
+    assert a["out_bytes"][i] == pytest.approx(out_bytes, rel=1e-12)
+    assert g.work[i] <= g0.work[members].sum()  # one launch, one round trip
+    assert g.size_param[i] == pytest.approx(g0.size_param[members].sum())
+    for j, m in enumerate(g.meta["runtime_fusion_members"]):
+        if j != i and len(m) == 1:
+            (v,) = m
+            assert g.op_types[j] == g0.op_types[v]
+            assert g.work[j] == g0.work[v]
+            assert a["flops"][j] == a0["flops"][v]
+            assert a["bytes_moved"][j] == a0["bytes_moved"][v]
+    return i, members
+
+
+# -- gemm -------------------------------------------------------------------------------
+
+def _linear_relu(bias_shape=(32,), residual=False, extra_consumer=False):
+    nodes = [helper.make_node("MatMul", ["X", "W"], ["h"]),
+             helper.make_node("Add", ["h", "R" if residual else "B"], ["hb"]),
+             helper.make_node("Relu", ["hb"], ["Y"])]
+    outputs = [_vi("Y", [4, 32])]
+    if extra_consumer:
+        nodes.append(helper.make_node("Sigmoid", ["h"], ["Z"]))
+        outputs.append(_vi("Z", [4, 32]))
+    inputs = [_vi("X", [4, 16])] + ([_vi("R", [4, 32])] if residual else [])
+    return _model(nodes, inputs, outputs,
+                  [_c("W", np.ones((16, 32))), _c("B", np.ones(bias_shape))])
+
+
+def test_matmul_bias_add_is_one_gemm_with_the_bias_flops():
+    g0, g = _both(_linear_relu())
+    assert g0.op_types == ("MatMul", "Add", "Relu") and g.op_types == ("Gemm", "Relu")
+    assert g.meta["runtime_fusion"] == {"gemm": 1}
+    i, members = _check_group(g0, g, "Gemm", (4 * 16 + 16 * 32 + 32) * F32, 4 * 32 * F32)
+    assert members == [0, 1]
+    assert g.node_attrs["flops"][i] == 2 * 4 * 16 * 32 + 4 * 32  # the bias adds kept
+    # by hand: the roofline of the fused kernel, one launch
+    comp = 2 * 4 * 16 * 32 / H100.peak("fp32", matrix=True) + \
+        min(4 * 32 / H100.peak("fp32", matrix=False), g0.node_attrs["bytes_moved"][1]
+            / H100.mem_bw)
+    want = (max(comp, (4 * 16 + 16 * 32 + 32 + 4 * 32) * F32 / H100.mem_bw)
+            + H100.launch_s) * 1e6
+    assert g.work[i] == pytest.approx(want, rel=1e-9)
+    assert g.num_edges == 1 and g.work.sum() < g0.work.sum()
+
+
+@pytest.mark.parametrize("variant", ["residual", "full_shape_bias", "two_consumers"])
+def test_not_a_bias_add_is_not_fused(variant):
+    model = _linear_relu(residual=variant == "residual",
+                         bias_shape=(4, 32) if variant == "full_shape_bias" else (32,),
+                         extra_consumer=variant == "two_consumers")
+    g0, g = _both(model)
+    assert g.op_types == g0.op_types and "runtime_fusion_members" not in g.meta
+    np.testing.assert_array_equal(g.work, g0.work)
+    assert g.meta["runtime_fusion"] == {}
+
+
+# -- GELU -------------------------------------------------------------------------------
+
+def _gelu_model(form: str, half: float = 0.5):
+    """Linear input h -> GELU as an exporter writes it -> Y."""
+    c = {"half": half, "one": 1.0, "k": 0.044715, "s": math.sqrt(2 / math.pi),
+         "r2": math.sqrt(2.0), "three": 3.0}
+    n = helper.make_node
+    if form == "tanh":  # torch.onnx.export (TorchScript, opset 17): x*x*x, c*(.), 0.5*(x*(.))
+        body = [n("Mul", ["x", "x"], ["x2"]), n("Mul", ["x", "x2"], ["x3"]),
+                n("Mul", ["k", "x3"], ["kx3"]), n("Add", ["x", "kx3"], ["inner"]),
+                n("Mul", ["s", "inner"], ["arg"]), n("Tanh", ["arg"], ["t"]),
+                n("Add", ["one", "t"], ["t1"]), n("Mul", ["x", "t1"], ["xt"]),
+                n("Mul", ["half", "xt"], ["Y"])]
+    elif form == "tanh_pow":  # Pow(x, 3), 0.5 * x first
+        body = [n("Pow", ["x", "three"], ["x3"]), n("Mul", ["x3", "k"], ["kx3"]),
+                n("Add", ["kx3", "x"], ["inner"]), n("Mul", ["inner", "s"], ["arg"]),
+                n("Tanh", ["arg"], ["t"]), n("Add", ["t", "one"], ["t1"]),
+                n("Mul", ["x", "half"], ["hx"]), n("Mul", ["hx", "t1"], ["Y"])]
+    else:  # erf: x / sqrt(2), Erf, + 1, * x, * 0.5
+        body = [n("Div", ["x", "r2"], ["d"]), n("Erf", ["d"], ["e"]),
+                n("Add", ["e", "one"], ["e1"]), n("Mul", ["x", "e1"], ["xe"]),
+                n("Mul", ["xe", "half"], ["Y"])]
+    nodes = [n("MatMul", ["X", "W"], ["x"]), *body]
+    inits = [_c("W", np.ones((16, 64)))] + [_c(k, v) for k, v in c.items()]
+    return _model(nodes, [_vi("X", [8, 16])], [_vi("Y", [8, 64])], inits), len(body)
+
+
+@pytest.mark.parametrize("form", ["tanh", "tanh_pow", "erf"])
+def test_gelu_cone_is_one_op_with_all_its_flops(form):
+    model, parts = _gelu_model(form)
+    g0, g = _both(model)
+    assert g.meta["runtime_fusion"] == {"gelu": 1}
+    assert g.op_types == ("MatMul", "Gelu")
+    consts = len(_gelu_consts(model)) * F32  # scalars, each read once
+    i, members = _check_group(g0, g, "Gelu", 8 * 64 * F32 + consts, 8 * 64 * F32)
+    assert len(members) == parts and i == 1
+    assert g.node_attrs["flops"][i] >= 4 * 8 * 64  # at least the Tanh / Erf's FLOPs
+
+
+def _gelu_consts(model):
+    """The scalar initializers the GELU ops read."""
+    read = {s for nd in model.graph.node if nd.op_type != "MatMul" for s in nd.input}
+    return [i.name for i in model.graph.initializer if i.name in read]
+
+
+def test_near_gelu_is_not_fused():
+    model, _ = _gelu_model("erf", half=0.6)  # 0.6 * x * (1 + erf(x / sqrt 2)): not GELU
+    g0, g = _both(model)
+    assert g.op_types == g0.op_types and g.meta["runtime_fusion"] == {}
+    np.testing.assert_array_equal(g.work, g0.work)
+
+
+def test_silu_and_opset20_gelu():
+    n = helper.make_node
+    model = _model([n("Sigmoid", ["X"], ["s"]), n("Mul", ["X", "s"], ["y"]),
+                    n("Gelu", ["y"], ["Y"], approximate="tanh")],
+                   [_vi("X", [8, 64])], [_vi("Y", [8, 64])], opset=20)
+    g0, g = _both(model)
+    assert g0.op_types == ("Sigmoid", "Mul", "Gelu")
+    assert g.op_types == ("Swish", "Gelu") and g.meta["runtime_fusion"] == {"silu": 1}
+    assert g.work[1] == g0.work[2]  # Gelu is one op already: untouched
+
+
+# -- attention --------------------------------------------------------------------------
+
+B, H, T, D = 2, 4, 8, 16
+
+
+def _attention_model(softmax_consumers: int = 1, softmax_axis: int = -1):
+    """Q, K, V of shape (B, T, H*D) -> heads, scale on Q and K^T (as the exporters),
+    causal mask Add, Softmax, P V, merge heads, output projection."""
+    n = helper.make_node
+    nodes = []
+    for z in "qkv":
+        nodes += [n("Reshape", [z.upper(), "shp"], [f"{z}r"]),
+                  n("Transpose", [f"{z}r"], [f"{z}t"], perm=[0, 2, 1, 3])]
+    nodes += [n("Transpose", ["kr"], ["kT"], perm=[0, 2, 3, 1]),
+              n("Mul", ["qt", "sc"], ["qs"]), n("Mul", ["kT", "sc"], ["ks"]),
+              n("MatMul", ["qs", "ks"], ["s"]), n("Add", ["s", "mask"], ["sm"]),
+              n("Softmax", ["sm"], ["p"], axis=softmax_axis), n("MatMul", ["p", "vt"], ["o"]),
+              n("Transpose", ["o"], ["ot"], perm=[0, 2, 1, 3]),
+              n("Reshape", ["ot", "shp2"], ["om"]), n("MatMul", ["om", "Wo"], ["Y"])]
+    outputs = [_vi("Y", [B, T, H * D])]
+    if softmax_consumers > 1:
+        nodes.append(n("ReduceMax", ["p"], ["pm"], keepdims=0, axes=[3]))
+        outputs.append(_vi("pm", None))
+    inits = [numpy_helper.from_array(np.array([B, T, H, D], np.int64), "shp"),
+             numpy_helper.from_array(np.array([B, T, H * D], np.int64), "shp2"),
+             _c("sc", [D ** -0.25]), _c("mask", np.triu(np.full((T, T), -1e4), 1)),
+             _c("Wo", np.ones((H * D, H * D)))]
+    inputs = [_vi(z, [B, T, H * D]) for z in "QKV"]
+    return _model(nodes, inputs, outputs, inits)
+
+
+def test_attention_is_one_op_and_its_transposes_are_free():
+    g0, g = _both(_attention_model())
+    assert g.meta["runtime_fusion"] == {"attention": 1, "free": 5}
+    assert g0.op_types.count("Transpose") == 5 and g.op_types.count("Transpose") == 5
+    for v, t in enumerate(g.op_types):
+        if t == "Transpose":  # no kernel, no bytes, no FLOPs; the edge stays
+            assert g.work[v] == 0 and g.node_attrs["bytes_moved"][v] == 0
+    i, members = _fused(g0, g, "Attention")
+    assert [g0.op_types[v] for v in members] == ["MatMul", "Mul", "Mul", "Add", "Softmax",
+                                                 "MatMul"]
+    a0, a = g0.node_attrs, g.node_attrs
+    assert a["flops"][i] == pytest.approx(a0["flops"][members].sum(), rel=1e-12)
+    scores = B * H * T * T
+    assert a["flops"][i] == 2 * 2 * scores * D + 2 * B * H * T * D + scores + 5 * scores
+    qkv = B * H * T * D * F32
+    # Q, K^T, V read and the output written once; the mask and the scale (read twice)
+    assert a["bytes_moved"][i] == pytest.approx(4 * qkv + (T * T + 2) * F32, rel=1e-12)
+    assert g.work[i] < g0.work[members].sum() / 5  # one launch instead of six
+    # the output projection (no bias) is untouched
+    (wo,) = [v for v, t in enumerate(g0.op_types) if t == "MatMul"][-1:]
+    assert g.work[g.meta["runtime_fusion_members"].index([wo])] == g0.work[wo]
+
+
+@pytest.mark.parametrize("variant", ["softmax_read_twice", "softmax_not_last_axis"])
+def test_not_an_attention_is_not_fused(variant):
+    g0, g = _both(_attention_model(softmax_consumers=2 if variant == "softmax_read_twice"
+                                   else 1, softmax_axis=2 if variant != "softmax_read_twice"
+                                   else -1))
+    assert "attention" not in g.meta["runtime_fusion"]
+    assert g.op_types.count("Softmax") == 1
+    # the transposes that feed the QK^T MatMul (through the scale Mul) still cost
+    assert g.work.sum() > 0
+
+
+# -- free layout ops and graphs without patterns ---------------------------------------
+
+def test_layout_ops_free_only_when_a_matrix_op_reads_them_or_they_re_view():
+    n = helper.make_node
+    model = _model([n("Transpose", ["X"], ["xt"], perm=[1, 0]), n("Relu", ["xt"], ["a"]),
+                    n("Transpose", ["X"], ["x1"], perm=[1, 0]),
+                    n("MatMul", ["x1", "W"], ["b"]),
+                    n("Unsqueeze", ["X", "ax"], ["u"]),
+                    n("Transpose", ["u"], ["ut"], perm=[1, 0, 2]),
+                    n("Sigmoid", ["ut"], ["c"])],
+                   [_vi("X", [8, 16])], [_vi("a", None), _vi("b", None), _vi("c", None)],
+                   [_c("W", np.ones((8, 4))),
+                    numpy_helper.from_array(np.array([0], np.int64), "ax")])
+    g0, g = _both(model)
+    assert g.meta["runtime_fusion"] == {"free": 2}
+    assert g.op_types == g0.op_types
+    tr = [v for v, t in enumerate(g0.op_types) if t == "Transpose"]
+    assert g.work[tr[0]] == g0.work[tr[0]] > 0  # feeds a Relu: a real copy
+    assert g.work[tr[1]] == 0  # feeds a MatMul (transA)
+    assert g.work[tr[2]] == 0  # moves only a size-1 axis: the same bytes
+    others = [v for v in range(g.num_nodes) if v not in tr[1:]]
+    np.testing.assert_array_equal(g.work[others], g0.work[others])
+
+
+def test_a_graph_without_patterns_is_unchanged():
+    n = helper.make_node
+    model = _model([n("Relu", ["X"], ["a"]), n("Exp", ["a"], ["Y"])],
+                   [_vi("X", [8, 16])], [_vi("Y", None)])
+    g0, g = _both(model)
+    assert g.op_types == g0.op_types and g.meta["runtime_fusion"] == {}
+    np.testing.assert_array_equal(g.work, g0.work)
+    assert "coarsen_members" not in g.meta and "coarsen_members" not in g0.meta
+    assert rf.summary_line(g.meta).endswith("no pattern found; 2 ONNX compute ops -> 2 nodes")
+    assert "off" in rf.summary_line(g0.meta)
+    with pytest.raises(JaxplaceError, match="runtime, none"):
+        from_onnx(model, fusion="ort")
+
+
+def test_fused_import_maps_back_and_composes_with_coarsening():
+    from jaxplace.importers.coarsen import expand_assignment as coarsen_expand
+
+    g0, g = _both(_attention_model())
+    a = np.arange(g.num_nodes) % 2
+    back = rf.expand_assignment(g, a)
+    assert back.shape == (g0.num_nodes,)
+    for i, m in enumerate(g.meta["runtime_fusion_members"]):
+        assert set(back[m].tolist()) == {a[i]}
+    c = from_onnx(_attention_model(), coarsen=True, warn=None)
+    assert sorted(v for m in c.meta["coarsen_members"] for v in m) == list(
+        range(g0.num_nodes))
+    assert coarsen_expand(c, np.zeros(c.num_nodes)).shape == (g0.num_nodes,)
+    f = from_onnx(_attention_model(), coarsen="fusion", warn=None)
+    assert sorted(v for m in f.meta["coarsen_members"] for v in m) == list(
+        range(g0.num_nodes))
