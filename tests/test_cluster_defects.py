@@ -37,7 +37,7 @@ def _latency(g, cluster=TWO):
 
 
 def _plain_latency_optimum(p) -> float:
-    """Every placement, every op order on it (plain, independent of latency.brute):
+    """Every placement, every op order on it (plain, independent of objectives.latency.brute):
     the makespan of independent ops is the largest device load."""
     t = p.latency.times
     n, d = t.shape
