@@ -2,7 +2,7 @@
 Tarnawski et al. (CPU blocks, memory overflow, hard capacity and colocation included).
 
 The fast special case of jaxplace: the batched Kahn + SliceGraph decoder scores
-candidates, the float64 reference (`jaxplace.objectives.throughput.reference`) decodes results, the DP over
+candidates, the float64 reference (`objectives.throughput.reference`) decodes results, the DP over
 ideals is the exact method on graphs with few ideals, and the whole certificate ladder
 (`jaxplace.bounds.registry.BOUNDS`) applies.
 """
@@ -49,7 +49,7 @@ class Throughput(Objective):
     search_methods = None
 
     def matches(self, problem) -> bool:
-        # a cluster, uniform or not, goes to the unequal-devices model (objectives/throughput_unequal/)
+        # a cluster, uniform or not, goes to the unequal-devices model (throughput_unequal/)
         return problem.objective == "throughput" and problem.cluster is None
 
     @property
