@@ -17,7 +17,7 @@ class Partition:
             order[0:cuts[0]], order[cuts[0]:cuts[1]], ...); len(cuts) = blocks - 1.
         assignment: (n,) int64 block of every node, blocks numbered 0.. in DAG order.
         cost: the bottleneck max_b f(block b).
-        devices: on a cluster of unequal devices (`jaxplace.objectives.throughput_unequal`), the device
+        devices: on a cluster of unequal devices (`objectives.throughput_unequal`), the device
             (cluster index) of each block in pipeline order; None otherwise.
     """
 

@@ -49,7 +49,7 @@ class Problem:
         cluster: a `jaxplace.cluster.Cluster`; k then defaults to its device count.
             Required by the latency objective. With "throughput", any cluster,
             uniform or not, makes it a pipeline over distinct devices whose order is
-            searched too (`jaxplace.objectives.throughput_unequal`; k <= its device count, costs from the
+            searched too (`objectives.throughput_unequal`; k <= its device count, costs from the
             cluster's devices and links, so bandwidth, memory, capacity, CPU blocks
             and colocation do not apply); the identical-device model above is
             throughput without a cluster.

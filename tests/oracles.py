@@ -1,6 +1,6 @@
 """Plain brute-force oracles of the three shipped objectives, written from their model
-descriptions only (mtpp.md; `jaxplace.objectives.throughput_unequal.model`'s and `jaxplace.objectives.latency.instance`'s
-docstrings), with no call into jaxplace's costs, brute forces or solvers. The
+descriptions only (mtpp.md; `objectives.throughput_unequal.model`'s and
+`objectives.latency.instance`'s docstrings), with no call into jaxplace's costs, brute forces or solvers. The
 conformance check (`jaxplace.testing.check_objective(..., oracle=...)`) and the
 randomized run (experiments/conformance_run.py) hold the objectives against them.
 

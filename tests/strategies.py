@@ -189,5 +189,5 @@ def tiny_all_options_problems(draw, max_nodes: int = 5):
                   memory=draw(st.one_of(st.none(), weight)),
                   capacity=draw(st.one_of(st.none(), st.integers(2, 12).map(float))),
                   cpus=cpus)
-    # (no uniform cluster here: a cluster's costs are the cluster's own, objectives/throughput_unequal/)
+    # (no uniform cluster here: a cluster's costs are the cluster's own, throughput_unequal/)
     return jp.Problem(g, k, **common)

@@ -1,4 +1,4 @@
-"""The batched JAX decoder against the NumPy float64 reference (jaxplace.objectives.throughput.reference).
+"""The batched JAX decoder against the NumPy float64 reference (objectives.throughput.reference).
 
 Tolerances: float64 runs agree with the reference to rounding (rtol 1e-12: the same
 sums in a different association order); float32 runs within FLOAT32_RTOL (1e-5),

@@ -1,7 +1,7 @@
 """The C++ BRKGA bench peer (`jaxplace/bench/cpp/brkga.cpp`): build, write, run.
 
 A single-core C++ BRKGA over the same decoder (Kahn with priorities + SliceGraph,
-hyperedge tensors, overflow and capacity as `jaxplace.objectives.throughput.reference`), the yardstick of
+hyperedge tensors, overflow and capacity as `objectives.throughput.reference`), the yardstick of
 `jaxplace bench search --suite regal-time`. It is built once with `g++ -O3` into a
 cache folder (`JAXPLACE_CPP_DIR`, default ~/.cache/jaxplace/cpp), keyed by a hash of
 the source, so a bench run pays the build only the first time.

@@ -7,7 +7,7 @@ stopped by a timeout keeps the parts before):
    default, and `fused`, the Pallas kernel) on the C++ yardstick's random DAG
    (`bench decode`'s `random_dag`; p = 6 / n, so the mean degree stays near 6),
    k = 16, float32, per population size; compile (the first call, on one chunk) apart;
-   the maximum relative error against the float64 reference (`jaxplace.objectives.throughput.reference`)
+   the maximum relative error against the float64 reference (`objectives.throughput.reference`)
    on the first `sample` rows. A cell whose predicted time (from the previous size's
    rate) exceeds `--max-cell-seconds` is skipped and says so; an implementation that
    fails (e.g. a kernel the device's compiler refuses) records its one-line error.

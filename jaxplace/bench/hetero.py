@@ -4,7 +4,7 @@ For GPT- and Swin-like op graphs (`jaxplace.generators.latency_models`, ~1,100-1
 `moirai_inter` and `moirai_intra` (MOIRAI, Zhang et al. 2023, Table III), k = 4
 stages, prints the bottleneck (time per sample) of:
 
-- the valid lower bound of `jaxplace.objectives.throughput_unequal.bound` (compute only, fractional);
+- the valid lower bound of `objectives.throughput_unequal.bound` (compute only, fractional);
 - "uniform naive": the identical-device model's search with every device taken as
   the slowest (its times, slowest link, smallest memory), stage s on device s;
 - "uniform best order": that split on the best ordered choice of devices;

@@ -44,7 +44,7 @@ def add_arguments(p) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--small", action="store_true",
                    help="instead: search against MOIRAI's MILP optimum on small random "
-                        "DAGs (jaxplace.generators.latency_small) on both testbeds and random clusters")
+                        "DAGs (generators.latency_small) on both testbeds and random clusters")
     p.add_argument("--small-sizes", default="8,12,16,20",
                    help="op counts of the --small graphs")
     p.add_argument("--small-seeds", default="0,1", help="graph seeds of --small")

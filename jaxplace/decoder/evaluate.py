@@ -74,7 +74,7 @@ def evaluate(problem: Problem, X, *, precision: str = "float32",
              ) -> np.ndarray:
     """(P,) float64 bottleneck costs of SliceGraph(Kahn(x)) for every row x of X.
 
-    Same semantics as `jaxplace.objectives.throughput.reference.evaluate_reference` (ties to the smaller
+    Same semantics as `objectives.throughput.reference.evaluate_reference` (ties to the smaller
     node index, overflow, hard capacity -> +inf, placement units, CPU blocks).
     `precision`: "float32" (within FLOAT32_RTOL) or "float64" (to rounding).
     `impl`: "auto" (the fused kernel on GPUs where it applies, else "lanes";

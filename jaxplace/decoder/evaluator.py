@@ -141,7 +141,7 @@ def check_X(problem: Problem, X) -> np.ndarray:
 
 
 def host_unit_priorities(problem: Problem, X: np.ndarray) -> np.ndarray:
-    """(P, U) unit priorities in X's dtype, as `jaxplace.objectives.throughput.reference.kahn` takes them."""
+    """(P, U) unit priorities in X's dtype, as `objectives.throughput.reference.kahn` takes them."""
     units = problem.graph.units
     if units.trivial:
         return X

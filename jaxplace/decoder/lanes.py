@@ -1,6 +1,6 @@
 """Population-minor ("lanes") Kahn + SliceGraph: the fast path behind `evaluate`.
 
-Same numbers as the NumPy reference (`jaxplace.objectives.throughput.reference.slice_order`), and, on plain
+Same numbers as the NumPy reference (`objectives.throughput.reference.slice_order`), and, on plain
 graphs, as the simple vmapped version (`kahn.kahn_one` + `slicing.slice_one`, kept as
 a test oracle). Laid out for wide SIMD: every per-position array is (N, P), the
 population being the minor axis, so each step is a few elementwise passes over P

@@ -1,6 +1,6 @@
 """The DP over ideals as a rung of the certificate ladder (`registry.BOUNDS["ideals"]`).
 
-What it bounds: the optimum over the partitions `jaxplace.objectives.throughput.cost.evaluate_partition`
+What it bounds: the optimum over the partitions `objectives.throughput.cost.evaluate_partition`
 accepts, i.e. contiguous splits (acyclic quotient of the forward graph, one piece per
 device) with colocation classes, hard capacity, CPU blocks and unsupported nodes.
 That is jaxplace's OPT, so when the DP finishes its bound is OPT itself and the

@@ -11,7 +11,7 @@ with acc = +inf over the hard capacity or on a node unsupported on accelerators,
 cpu = summed `cpu_latency` (no transfers). The ideals are those of the atom DAG
 (`atoms`): colocation classes and training graphs (each forward piece takes its
 backward nodes along) are handled by the placement units, so every chain of ideals is
-exactly a partition that `jaxplace.objectives.throughput.cost.evaluate_partition` accepts, and conversely.
+exactly a partition that `objectives.throughput.cost.evaluate_partition` accepts, and conversely.
 Backward units without a forward node (orphans, free to go anywhere) are left out of
 the ideals and handled by a per-piece relaxation (`orphans`): the DP then runs over the
 forward part's ideals, as Tarnawski et al.'s does.
@@ -352,7 +352,7 @@ def solve_ideals(problem: Problem, upper_bound: float | None = None, *, partitio
                  orphans: str = "auto") -> IdealsResult:
     """The optimal contiguous split of `problem` by the DP over ideals.
 
-    Optimal over the partitions `jaxplace.objectives.throughput.cost.evaluate_partition` accepts (acyclic
+    Optimal over the partitions `objectives.throughput.cost.evaluate_partition` accepts (acyclic
     quotient on the forward graph, one piece per device, colocation, capacity,
     unsupported nodes on CPUs); non-contiguous splits are not considered.
 

@@ -10,7 +10,7 @@ tensors touching the same set E of units, sizes summed) and accelerator b a cont
 c[g, b] >= |x[e, b] - x[p, b]| for e in E (p: the producer's unit), which is 1 exactly
 when b holds some but not all of E, i.e. the tensor enters or leaves b: paid once
 leaving its producer's block and once entering each other block, as
-`jaxplace.objectives.throughput.cost.evaluate_partition` (and their `comm_in` / `comm_out`) count it.
+`objectives.throughput.cost.evaluate_partition` (and their `comm_in` / `comm_out`) count it.
 
     minimize z
     sum_b x[u, b] = 1                                           every unit, one block

@@ -16,7 +16,7 @@ search keeps at most `max_states` ideals per run; when it had to drop some, the 
 is an upper bound and `VirtualPieces.minimal` is False.
 
 Contiguity is taken on `units.ordering_edges` (forward edges of training graphs, as
-`jaxplace.objectives.throughput.cost.quotient_order`); a node off those edges (a backward node) joins the
+`objectives.throughput.cost.quotient_order`); a node off those edges (a backward node) joins the
 piece of the first forward node of its colour class on the same device, else the first
 piece of its device.
 """

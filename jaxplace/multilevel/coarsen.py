@@ -11,7 +11,7 @@ ops that an accelerator cannot run are never merged with ones it can.
 
 A cluster's tensors are the tensors of its members that leave it (each consumed by
 the clusters holding its consumers), so any partition of a level costs exactly what
-its projection to the original graph costs (`jaxplace.objectives.throughput.cost.evaluate_partition`).
+its projection to the original graph costs (`objectives.throughput.cost.evaluate_partition`).
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ block, which keeps the quotient acyclic. A cluster of the bottleneck block may m
 the previous block when none of its predecessors stays behind, or to the next one when
 none of its successors does. A move changes the costs of those two blocks only; they
 are updated from the tensors the cluster produces or consumes (exact arithmetic of
-`jaxplace.objectives.throughput.cost`, up to the order of float64 additions). A move is taken when it lowers
+`objectives.throughput.cost`, up to the order of float64 additions). A move is taken when it lowers
 the larger of the two blocks' costs below the bottleneck. Between rounds of moves the
 level's order (blocks contiguous) is sliced again by the exact DP, which can only
 lower the cost. The best partition seen, by its exact cost, is kept.

@@ -31,12 +31,12 @@ import time
 
 import numpy as np
 
-from jaxplace.objectives.throughput.cost import evaluate_partition
 from jaxplace.multilevel.coarsen import COARSEST_UNITS, Level, coarsen, unit_level
 from jaxplace.multilevel.memory import check_memory
 from jaxplace.multilevel.project import consistent_order, to_finer, to_nodes
 from jaxplace.multilevel.refine import RefineStats, perturb_reslice, refine
 from jaxplace.multilevel.slicing import slice_units
+from jaxplace.objectives.throughput.cost import evaluate_partition
 from jaxplace.orders import order_to_priorities
 from jaxplace.partition import Partition
 from jaxplace.search.result import History, Result

@@ -1,6 +1,6 @@
 """The exact SliceGraph DP of one order, fast enough for 20,000-node orders.
 
-Same recurrence and costs as `jaxplace.objectives.throughput.reference.slice_order` (float64; placement
+Same recurrence and costs as `objectives.throughput.reference.slice_order` (float64; placement
 units, overflow and capacity included), pruned without losing the optimum:
 
 - an upper bound `ub` on the optimum (the equal-work cut of the same order, evaluated
@@ -36,7 +36,7 @@ _SLACK = 1e-9
 
 
 def column_events(problem: Problem, upos: np.ndarray):
-    """Vectorized `jaxplace.objectives.throughput.reference._column_events`, as CSR arrays by column:
+    """Vectorized `objectives.throughput.reference._column_events`, as CSR arrays by column:
     (ptr (U+1,), lo, hi, delta): from column r on, segments [l, r'] with
     lo <= l <= hi gain delta."""
     g, B = problem.graph, problem.bandwidth
@@ -103,7 +103,7 @@ def equal_work_cuts(work: np.ndarray, k: int) -> np.ndarray:
 
 def slice_units(problem: Problem, order, bound: float | None = None) -> Partition:
     """Optimal split of a node `order` into at most k contiguous blocks (the cost of
-    `jaxplace.objectives.throughput.reference.slice_order`); see the module doc. `bound`: only partitions
+    `objectives.throughput.reference.slice_order`); see the module doc. `bound`: only partitions
     costing at most it are looked for (+inf cost when there is none)."""
     g = problem.graph
     problem.objective_impl.require("identical_devices", field="problem")

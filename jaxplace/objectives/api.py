@@ -26,7 +26,7 @@ def decode(problem, x, **settings):
 
 def simple_lower_bound(problem) -> float:
     """The objective's own closed-form lower bound (`Objective.lower_bound`; the one
-    dispatcher: `jaxplace.objectives.throughput.cost.simple_lower_bound` and the search's `lower_bound` are
+    dispatcher: `objectives.throughput.cost.simple_lower_bound` and the search's `lower_bound` are
     this function): max(largest op, total work / k) on identical accelerators (per
     placement unit with CPU blocks), the load bound on unequal devices, max(critical
     path, load) for latency."""

@@ -99,7 +99,7 @@ def split_from_starts(graph: CompGraph, stage_starts: Sequence[int], *,
                       lower_bound: float | None = None, method: str = "",
                       capacity: float | None = None) -> ChainSplit:
     """The ChainSplit whose stage s begins at op position stage_starts[s]; costs from
-    `jaxplace.objectives.throughput.cost.evaluate_partition` (the float64 reference) on the op graph."""
+    `objectives.throughput.cost.evaluate_partition` (the float64 reference) on the op graph."""
     starts = _starts(stage_starts, graph.num_nodes)
     k = len(starts)
     assignment = np.searchsorted(np.asarray(starts), np.arange(graph.num_nodes),

@@ -2,7 +2,7 @@
 assignments, optimized by gradient descent, decoded exactly.
 
 - `surrogate`: `RelaxGraph` / `relax_graph`, `soft_costs`, `exact_costs` (the
-  surrogate at a one-hot assignment equals `jaxplace.objectives.throughput.cost.evaluate_partition`).
+  surrogate at a one-hot assignment equals `objectives.throughput.cost.evaluate_partition`).
 - `optimize`: `RelaxConfig`, `optimize` (restarts vmapped, annealing in lax.scan),
   `candidates` (priority vectors for the decoder).
 - `search`: the search methods "relax" and "relax+brkga".

@@ -13,7 +13,7 @@ construction). With independent placements, the expected cost terms are
 
 (a tensor leaves its producer's block unless every consumer is there; it enters a
 block that holds some consumer and not the producer). CPU blocks pay no transfers or
-overflow. On one-hot P these are exactly `jaxplace.objectives.throughput.cost.evaluate_partition`'s terms;
+overflow. On one-hot P these are exactly `objectives.throughput.cost.evaluate_partition`'s terms;
 `exact_costs` evaluates them with hard max for overflow and +inf over the capacity.
 
 The products over consumers are sums of log-probabilities (`jax.ops.segment_sum`),

@@ -50,7 +50,7 @@ class Result:
         cost: bottleneck of `partition`, float64 (exact for that partition).
         partition: the `jaxplace.Partition` (order, cuts, assignment, cost).
         priorities: (n,) float32 priority vector that decodes to `partition`; on
-            unequal devices (`jaxplace.objectives.throughput_unequal`) (n + d,): then the d device keys.
+            unequal devices (`objectives.throughput_unequal`) (n + d,): then the d device keys.
         evaluations: decoder evaluations spent (for "mla"/"mla-weighted": arrangement
             evaluations, plus the one final decode).
         wall_time: seconds, compile time included.

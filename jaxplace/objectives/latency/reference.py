@@ -1,7 +1,7 @@
 """The NumPy float64 list scheduler: the oracle of the batched JAX decoder.
 
 `list_schedule(inst, priorities)`: Kahn's order with priorities (highest first, ties
-to the smaller index; `jaxplace.objectives.throughput.reference.kahn` on a graph without placement units),
+to the smaller index; `objectives.throughput.reference.kahn` on a graph without placement units),
 then every op in that order goes to the device where it finishes earliest (ties to
 the lower index) among those where it can run and whose remaining memory holds it:
 

@@ -161,7 +161,7 @@ def evaluate_partition(problem: Problem, assignment, *,
     Throughput on identical accelerators: `partition_costs` (a `PartitionCost`, whose
     `bottleneck` is its cost). On unequal devices, blocks are pipeline stages in index
     order and `devices[s]` is stage s's device (default: the Partition's `devices`,
-    else the cluster's order); a `jaxplace.objectives.throughput_unequal.StageCosts`. Latency: the schedule
+    else the cluster's order); a `objectives.throughput_unequal.StageCosts`. Latency: the schedule
     of the ops on their given devices (`jaxplace.objectives.latency.objective`).
     """
     return problem.objective_impl.evaluate_partition(problem, assignment,

@@ -1,6 +1,6 @@
 """Baselines for throughput on unequal devices: what ignoring heterogeneity gives.
 
-`uniform_split(problem)` searches the identical-device model (`jaxplace.objectives.throughput.reference`'s
+`uniform_split(problem)` searches the identical-device model (`objectives.throughput.reference`'s
 MTPP, the fast special case) as a user would who describes every device as the
 slowest one of the cluster (its op times, the slowest link's bandwidth, the smallest
 memory as a hard capacity), then runs that split on the real cluster:

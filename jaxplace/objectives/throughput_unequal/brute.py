@@ -1,4 +1,4 @@
-"""Brute force for tiny instances: the oracle of `jaxplace.objectives.throughput_unequal.reference`'s DP.
+"""Brute force for tiny instances: the oracle of `objectives.throughput_unequal.reference`'s DP.
 
 `best_split` tries every split of one order on one device sequence; `optimum` every
 pipeline of the graph: every stage map (edges never go back, no empty stage) and

@@ -4,7 +4,7 @@
 A candidate is a row of node priorities (columns 0..N-1, padding after the n real
 ops) and device keys (columns N..N+D-1): Kahn with priorities gives the order
 (`jaxplace.decoder.kahn`), the device keys sorted largest first give the device
-sequence, and the slicing DP of `jaxplace.objectives.throughput_unequal.reference` splits the order into at
+sequence, and the slicing DP of `objectives.throughput_unequal.reference` splits the order into at
 most K stages on a prefix of that sequence. The DP builds, per stage, the (N, N)
 matrix of max(P[s-1][l], c_s(l, t)) over (cut t, start l) and reduces it over l: XLA
 fuses the matrix into the reduction, so memory stays O(N) per candidate, and the

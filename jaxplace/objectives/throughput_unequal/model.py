@@ -12,7 +12,7 @@ cluster read the same numbers. Stage s costs, per sample,
   consumed after it (producer in a stage < s, some consumer in a stage >= s), once,
   over the link devices[s-1] -> devices[s]: `count * latency[a, b] + bytes /
   bandwidth[a, b]` (per-transfer latency of the cluster file, row = sender). The
-  receiver pays it as in(s), the sender as out(s-1), as `jaxplace.objectives.throughput.cost` charges a
+  receiver pays it as in(s), the sender as out(s-1), as `objectives.throughput.cost` charges a
   tensor once leaving and once entering a block, and as
   `jaxplace.llm.cluster_split` charges a layer chain's activation;
 - a tensor needed two or more stages later is forwarded by the stages between (a
@@ -21,7 +21,7 @@ cluster read the same numbers. Stage s costs, per sample,
 
 Forwarding is what makes the slicing DP exact: a stage's cost depends only on its
 first and last position in the order and on its device and its neighbours' devices
-(`jaxplace.objectives.throughput_unequal.reference`). On a chain every tensor crosses one cut and the cost is
+(`objectives.throughput_unequal.reference`). On a chain every tensor crosses one cut and the cost is
 the block cost of docs/problem.md section 1 with per-link bandwidth; on a DAG whose
 tensors skip a whole stage it charges the forwarding that MTPP's all-to-all network
 does not.

@@ -1,5 +1,5 @@
 """NumPy float64 reference of pipeline throughput on unequal devices: the oracle of
-`jaxplace.objectives.throughput_unequal.decoder` (the cost model is in `jaxplace.objectives.throughput_unequal.model`).
+its batched `decoder` (the cost model is in `model`).
 
 - `slice_on_devices(inst, order, devices, k)`: the slicing DP of docs/problem.md section 2
   (Archer et al., ICML 2024) with the device sequence given: the order is split into

@@ -1,6 +1,6 @@
 """Searching node priorities and the device order together (the `jp.search` side).
 
-A candidate row holds N node priorities and D device keys (`jaxplace.objectives.throughput_unequal.decoder`);
+A candidate row holds N node priorities and D device keys (`objectives.throughput_unequal.decoder`);
 every method that scores through `SearchRequest.fitness` (default, random, brkga,
 every evosax algorithm) searches both. `hetero_result` decodes the best row by the
 float64 reference. The default search:
