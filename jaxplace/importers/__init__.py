@@ -20,6 +20,7 @@ import numpy as np
 
 from jaxplace.errors import JaxplaceError
 from jaxplace.graph import CompGraph
+from jaxplace.importers import agreement, runtime_fusion
 from jaxplace.importers.coarsen import coarsen, expand_assignment
 from jaxplace.importers.devices import DeviceProfile, canonical_dtype, device_names, get_device
 from jaxplace.importers.fusion import DEFAULT_RULES, FusionRule, fuse
@@ -35,6 +36,7 @@ __all__ = [
     "MODEL_SUFFIXES",
     "DeviceProfile",
     "FusionRule",
+    "agreement",
     "canonical_dtype",
     "classify",
     "coarsen",
@@ -46,6 +48,7 @@ __all__ = [
     "fusion_summary_line",
     "get_device",
     "is_cheap",
+    "runtime_fusion",
     "load_model_file",
     "summarize",
 ]
