@@ -31,6 +31,25 @@ def modules():
         torch.randn(2, 3, 32, 32),)
     yield "ResNet 2 blocks", ResNet(blocks=(1, 1), width=8, classes=10), (
         torch.randn(2, 3, 32, 32),)
+    mask = torch.zeros(2, 16, dtype=torch.bool)
+    mask[:, 12:] = True  # 4 padding tokens per sequence
+    yield "Masked encoder", MaskedEncoder(), (torch.randint(0, 100, (2, 16)), mask)
+
+
+class MaskedEncoder(torch.nn.Module):
+    """BERT-like: token embeddings, torch.nn.TransformerEncoder (2 layers, d 64, 4 heads,
+    erf GELU) with a key padding mask."""
+
+    def __init__(self):
+        super().__init__()
+        nn = torch.nn
+        self.emb = nn.Embedding(100, 64)
+        layer = nn.TransformerEncoderLayer(64, 4, 256, dropout=0.0, batch_first=True,
+                                           activation="gelu")
+        self.enc = nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
+
+    def forward(self, ids, mask):
+        return self.enc(self.emb(ids), src_key_padding_mask=mask)
 
 
 def export(model, args, path, exporter) -> bool:

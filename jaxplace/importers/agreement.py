@@ -35,8 +35,11 @@ KIND = {
     "ReduceMean": "global_pool", "mean": "global_pool",
     "cat": "concat", "Concat": "concat", "arange": "arange", "Range": "arange",
     "softmax": "softmax", "_softmax": "softmax", "Softmax": "softmax",
-    "transpose": "transpose", "Transpose": "transpose", "split": "split",
-    "Split": "split",
+    # a layout copy: eager PyTorch copies where the code says contiguous() (its
+    # transposes are views); the ONNX graph where a Transpose feeds a non-matrix op
+    "transpose": "layout copy", "Transpose": "layout copy", "contiguous": "layout copy",
+    "clone": "layout copy", "copy": "layout copy", "split": "split", "Split": "split",
+    "where": "where", "Where": "where", "masked_fill": "where", "masked_fill_": "where",
 }
 
 #: kind -> why its launch count may differ between the importers (the exporter's doing)

@@ -24,14 +24,15 @@ consumers, constant values; never node names) and costs each as one kernel:
   Mul/Div whose only consumer is the first MatMul (the exporters scale Q and K^T
   each by sqrt(scale)) join it -> one Attention op (torch's
   scaled_dot_product_attention, ORT's MultiHeadAttention);
-- "free": Transpose, Split, and a select (Gather of one constant index) or Slice of
-  constant bounds on a computed tensor, that move no data a runtime has to move:
+- "free": Transpose, Split, Expand, and a select (Gather of one constant index) or
+  Slice of constant bounds on a computed tensor, that move no data a runtime has to move:
   every consumer, through views (Reshape, Squeeze, ...) and other such ops, is a
   matrix op, a fused group above or a Concat (a GEMM reads its operands strided:
   ORT's MatMulTransposeFusion, torch's views; a Concat copies its inputs anyway),
   or the op only re-views its input (a Transpose of size-1 axes, a Split into
   contiguous chunks), or its outputs are never read (a runtime removes dead nodes)
-  -> cost 0, no launch, as torch's views (transpose, split, select, slice).
+  -> cost 0, no launch, as torch's views (transpose, split, expand, select, slice);
+  and a Cast to the type its input already has (an identity).
 
 A fused group is one node with the FLOPs of all its members (nothing is dropped: a
 Gemm still does its bias adds) and one memory round trip: the inputs it reads from
@@ -58,7 +59,7 @@ MODES = ("runtime", "none")
 FUSED_OP = {"gemm": "Gemm", "gelu": "Gelu", "silu": "Swish", "attention": "Attention"}
 _ELT = frozenset({"Add", "Sub", "Mul", "Div", "Pow", "Tanh", "Erf", "Sigmoid", "Sqrt"})
 _ANCHORS = {"Tanh": "gelu", "Erf": "gelu", "Sigmoid": "silu"}
-_PASS = frozenset({"Transpose", "Split"})
+_PASS = frozenset({"Transpose", "Split", "Expand"})
 _MATRIX = frozenset({"MatMul", "Gemm", "MatMulInteger", "FusedMatMul", "Einsum"})
 _MAX_CONE = 16  # nodes: the longest GELU export is 9
 
@@ -423,29 +424,29 @@ def _apply(op: str, a):
 def _free_layout(view: _View, plan: Plan) -> set[int]:
     """Transpose / Split ops a runtime does not run (module docstring)."""
     fused = {v for _, m in plan.groups for v in m}
-    ok: dict[int, bool] = {}  # consumer accepts a re-viewed (strided) input
-
-    def accepts(v: int) -> bool:
-        if v in ok:
-            return ok[v]
+    # ok[v]: v reads a re-viewed (strided) input as well as a dense one. A node's
+    # consumers come after it in graph order, so one pass from the end settles it
+    ok = [False] * len(view.nodes)
+    for v in reversed(range(len(view.nodes))):
         op = view.op(v)
         if op in _MATRIX or v in fused or op == "Concat":  # Concat copies anyway
-            res = True
-        elif rl.classify(op) == "view" or _passes(view, v):
-            res = all(o not in view.graph_out and all(accepts(c) for c in view.cons.get(o, []))
-                      for o in view.outs(v))
-        else:
-            res = False
-        ok[v] = res
-        return res
+            ok[v] = True
+        elif rl.classify(op) == "view" or _passes(view, v) or _noop_cast(view, v):
+            ok[v] = all(o not in view.graph_out and all(ok[c] for c in view.cons.get(o, []))
+                        for o in view.outs(v))
+    return {v for v in range(len(view.nodes)) if v not in fused and (
+        _noop_cast(view, v) or (_passes(view, v) and (_reviews(view, v) or ok[v])))}
 
-    free = set()
-    for v in range(len(view.nodes)):
-        if v in fused or not _passes(view, v):
-            continue
-        if _reviews(view, v) or accepts(v):
-            free.add(v)
-    return free
+
+def _noop_cast(view: _View, v: int) -> bool:
+    """A Cast to the type its input has already (the TorchScript exporter casts a bool
+    mask to bool): an identity, which runtimes remove."""
+    if view.op(v) != "Cast":
+        return False
+    ins = view.tensors_in(v)
+    to = next((a.i for a in view.nodes[v].attribute if a.name == "to"), None)
+    return len(ins) == 1 and to is not None and view.folded.info.get(ins[0], (None, -1))[1] \
+        == to and not any(o in view.graph_out for o in view.outs(v))
 
 
 def _passes(view: _View, v: int) -> bool:
@@ -477,7 +478,7 @@ def _reviews(view: _View, v: int) -> bool:
     if not shape or any(o in view.graph_out for o in view.outs(v)):
         return False
     node = view.nodes[v]
-    if view.op(v) not in _PASS:
+    if view.op(v) not in ("Transpose", "Split"):
         return False
     if view.op(v) == "Transpose":
         perm = next((list(a.ints) for a in node.attribute if a.name == "perm"),
@@ -538,8 +539,8 @@ def expand_assignment(graph, assignment) -> np.ndarray:
 
 _LABEL = {"gemm": "MatMul+Add -> Gemm", "gelu": "GELU -> Gelu", "silu": "SiLU -> Swish",
           "attention": "attention -> Attention",
-          "free": "layout ops free (Transpose/Split/select feeding a matrix op or "
-                  "Concat, or only re-viewing)"}
+          "free": "layout ops free (Transpose/Split/Expand/select feeding a matrix op "
+                  "or Concat, or only re-viewing)"}
 
 
 def summary_line(meta) -> str | None:
