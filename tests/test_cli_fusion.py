@@ -87,3 +87,21 @@ def test_import_fusion(model_path, tmp_path):
                  "-o", str(out2)]) == 0
     g2 = load_graph(str(out2))
     assert sorted(v for m in g2.meta["fusion_members"] for v in m) == list(range(N_ORIGINAL))
+
+
+def test_runtime_fusion_line_and_flag(model_path, tmp_path, capsys):
+    """import and partition say what the ONNX importer fused (the MatMul + bias Add of
+    the model); --fusion none costs it as exported, and says so; a bad value exits 2."""
+    assert main(["import", model_path, "-o", str(tmp_path / "g.json")]) == 0
+    assert "runtime fusion (costed as ONNX Runtime" in capsys.readouterr().out
+    assert main(["partition", model_path, "-k", "2", "-o", str(tmp_path / "r.json")]) == 0
+    out = capsys.readouterr().out
+    assert "1 MatMul+Add -> Gemm" in out and f"{N_ORIGINAL} ONNX compute ops -> " \
+        f"{N_ORIGINAL - 1} nodes" in out
+    data = json.loads((tmp_path / "r.json").read_text())
+    assert data["num_nodes"] == N_ORIGINAL - 1 and len(data["original_ops"]) == N_ORIGINAL
+    assert main(["partition", model_path, "-k", "2", "--fusion", "none"]) == 0
+    out = capsys.readouterr().out
+    assert f"n={N_ORIGINAL} " in out and "runtime fusion: off (--fusion none)" in out
+    assert main(["partition", model_path, "-k", "2", "--fusion", "ort"]) == 2
+    assert "--fusion" in capsys.readouterr().err

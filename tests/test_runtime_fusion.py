@@ -290,3 +290,32 @@ def test_fused_import_maps_back_and_composes_with_coarsening():
     f = from_onnx(_attention_model(), coarsen="fusion", warn=None)
     assert sorted(v for m in f.meta["coarsen_members"] for v in m) == list(
         range(g0.num_nodes))
+
+
+def test_expand_into_an_attention_mask_and_a_noop_cast_are_free():
+    """A padding mask broadcast by Expand into the attention's mask Add (torch: a
+    view), and a Cast of a bool to bool (an identity), cost nothing; an Expand that
+    feeds an elementwise op outside a group is a real copy."""
+    n = helper.make_node
+    model = _attention_model()
+    g = model.graph
+    for node in g.node:  # the mask becomes: bool input -> Cast(bool) -> Where -> Expand
+        if node.op_type == "Add" and "mask" in node.input:
+            node.input[1] = "mexp"
+    pre = [n("Cast", ["M"], ["mb"], to=TensorProto.BOOL),
+           n("Where", ["mb", "ninf", "zero"], ["mf"]),
+           n("Expand", ["mf", "eshape"], ["mexp"]),
+           n("Expand", ["mf", "eshape"], ["mexp2"]), n("Relu", ["mexp2"], ["side"])]
+    nodes = pre + list(g.node)
+    del g.node[:]
+    g.node.extend(nodes)
+    g.input.append(helper.make_tensor_value_info("M", TensorProto.BOOL, [B, 1, 1, T]))
+    g.output.append(_vi("side", None))
+    g.initializer.extend([_c("ninf", -1e4), _c("zero", 0.0), numpy_helper.from_array(
+        np.array([B, H, T, T], np.int64), "eshape")])
+    g0, gr = _both(model)
+    assert gr.meta["runtime_fusion"]["attention"] == 1
+    kinds = {(g0.op_types[v], float(gr.work[i]) == 0.0)
+             for i, m in enumerate(gr.meta["runtime_fusion_members"]) if len(m) == 1
+             for v in m if g0.op_types[v] in ("Cast", "Expand")}
+    assert kinds == {("Cast", True), ("Expand", True), ("Expand", False)}

@@ -538,9 +538,7 @@ def expand_assignment(graph, assignment) -> np.ndarray:
 
 
 _LABEL = {"gemm": "MatMul+Add -> Gemm", "gelu": "GELU -> Gelu", "silu": "SiLU -> Swish",
-          "attention": "attention -> Attention",
-          "free": "layout ops free (Transpose/Split/Expand/select feeding a matrix op "
-                  "or Concat, or only re-viewing)"}
+          "attention": "attention -> Attention", "free": "layout ops free"}
 
 
 def summary_line(meta) -> str | None:
@@ -555,5 +553,5 @@ def summary_line(meta) -> str | None:
     nodes = meta.get("runtime_fusion_nodes")
     done = ", ".join(f"{c} {_LABEL[p]}" for p, c in counts.items()) or "no pattern found"
     size = f"; {nodes[0]} ONNX compute ops -> {nodes[1]} nodes" if nodes else ""
-    return (f"runtime fusion (as ONNX Runtime / eager PyTorch launch it; --fusion none: "
-            f"as exported): {done}{size}")
+    return (f"runtime fusion (costed as ONNX Runtime / eager PyTorch launch it; --fusion "
+            f"none: as exported): {done}{size}")
