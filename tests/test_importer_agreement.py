@@ -4,8 +4,8 @@ agree within 5% on summed work and on the planned bottleneck at k = 2 and 4, apa
 from the differences `importers.agreement` names (exporter folds), and every other op
 kind launches as often on both sides. Modules: an MLP, GPT-2, a ViT encoder, a
 ResNet, and nn.TransformerEncoder with a padding mask (BERT-like). Both exporters of
-torch 2.13: TorchScript (`dynamo=False`, opset 17) and dynamo (default opset; needs
-onnxscript, skipped without it)."""
+torch 2.13: TorchScript (`dynamo=False`, opset 17, and opset 14, where LayerNorm is
+9 ops) and dynamo (default opset; needs onnxscript, skipped without it)."""
 
 from __future__ import annotations
 
@@ -70,8 +70,9 @@ def _export(model, args, path, exporter: str) -> None:
         if exporter == "dynamo":
             pytest.importorskip("onnxscript")
             torch.onnx.export(model, args, str(path), dynamo=True)
-        else:
-            torch.onnx.export(model, args, str(path), dynamo=False, opset_version=17)
+        else:  # torchscript: opset 17; torchscript14: LayerNorm written in 9 pieces
+            torch.onnx.export(model, args, str(path), dynamo=False,
+                              opset_version=14 if exporter == "torchscript14" else 17)
 
 
 def _bottleneck(g, k: int) -> float:
@@ -100,7 +101,7 @@ def _agree(name, exporter, tmp_path):
     return rows, go
 
 
-@pytest.mark.parametrize("exporter", ["torchscript", "dynamo"])
+@pytest.mark.parametrize("exporter", ["torchscript", "torchscript14", "dynamo"])
 @pytest.mark.parametrize("name", ["mlp", "gpt2", "vit", "resnet", "encoder"])
 def test_importers_agree(name, exporter, tmp_path):
     rows, go = _agree(name, exporter, tmp_path)
@@ -113,6 +114,9 @@ def test_importers_agree(name, exporter, tmp_path):
         assert not named
     if name in ("gpt2", "encoder", "vit"):
         assert go.meta["runtime_fusion"]["attention"] == (1 if name == "vit" else 2)
+        if exporter == "torchscript14":  # opset < 17 has no LayerNormalization op
+            assert go.meta["runtime_fusion"]["layer_norm"] == {"gpt2": 5, "vit": 3,
+                                                               "encoder": 4}[name]
 
 
 @pytest.mark.parametrize("exporter", [

@@ -319,3 +319,39 @@ def test_expand_into_an_attention_mask_and_a_noop_cast_are_free():
              for i, m in enumerate(gr.meta["runtime_fusion_members"]) if len(m) == 1
              for v in m if g0.op_types[v] in ("Cast", "Expand")}
     assert kinds == {("Cast", True), ("Expand", True), ("Expand", False)}
+
+
+def _layer_norm_model(eps_name="eps", gamma=None):
+    """LayerNorm over the last axis as opset < 17 exports write it (9 ops)."""
+    n = helper.make_node
+    nodes = [n("ReduceMean", ["X"], ["mu"], axes=[-1]), n("Sub", ["X", "mu"], ["d"]),
+             n("Pow", ["d", "two"], ["d2"]), n("ReduceMean", ["d2"], ["var"], axes=[-1]),
+             n("Add", ["var", eps_name], ["ve"]), n("Sqrt", ["ve"], ["sd"]),
+             n("Div", ["d", "sd"], ["z"]), n("Mul", ["z", "g"], ["zg"]),
+             n("Add", ["zg", "b"], ["Y"])]
+    rng = np.random.default_rng(0)
+    inits = [_c("two", 2.0), _c("eps", 1e-5), _c("one", 1.0),
+             _c("g", rng.standard_normal(32) if gamma is None else gamma),
+             _c("b", rng.standard_normal(32))]
+    return _model(nodes, [_vi("X", [4, 10, 32])], [_vi("Y", [4, 10, 32])], inits, opset=13)
+
+
+def test_decomposed_layer_norm_is_one_op():
+    g0, g = _both(_layer_norm_model())
+    assert g.op_types == ("LayerNormalization",)
+    assert g.meta["runtime_fusion"] == {"layer_norm": 1}
+    x = 4 * 10 * 32 * F32
+    # x read once, y written once, the constants: 2, eps, gamma, beta
+    _check_group(g0, g, "LayerNormalization", x + (2 + 32 + 32) * F32, x)
+
+
+def test_near_layer_norm_is_not_fused():
+    """eps = 1 (the 'one' constant) still standardizes; a Sub of the mean then a Pow
+    with another exponent does not: the check is on what the cone computes."""
+    model = _layer_norm_model()
+    for node in model.graph.node:
+        if node.op_type == "Pow":
+            node.input[1] = "one"  # (x - mean)^1: not a variance
+    g0, g = _both(model)
+    assert "layer_norm" not in g.meta["runtime_fusion"]
+    np.testing.assert_array_equal(g.work, g0.work)

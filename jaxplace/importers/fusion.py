@@ -202,12 +202,14 @@ def _compute_s(graph: CompGraph, prof: _Profile, v: int) -> tuple[float, float, 
 
 
 def group_cost(graph: CompGraph, members, prof: _Profile | None = None,
-               out_tensors=None) -> dict:
+               out_tensors=None, reread_bytes: float = 0.0) -> dict:
     """flops, bytes moved, output bytes and time (us) of `members` run as one kernel.
 
     Bytes: the members' inputs minus the tensors produced inside the group, each
     external tensor read once, plus the outputs not consumed entirely inside the group.
     `out_tensors`: optional {op: its tensor ids} (saves a scan per call).
+    `reread_bytes`: bytes the members' `bytes_moved` count more than once that the
+    graph cannot see (a graph input, which is no tensor of it, read by two members).
     """
     prof = prof or _profile(graph)
     if prof is None:
@@ -235,7 +237,7 @@ def group_cost(graph: CompGraph, members, prof: _Profile | None = None,
         for t in ts:
             if set(int(c) for c in graph.consumers(t)) <= mem_set:
                 outputs -= float(graph.tensor_size[t]) * to_bytes  # never written
-    nbytes = max(inputs, 0.0) + max(outputs, 0.0)
+    nbytes = max(inputs - reread_bytes, 0.0) + max(outputs, 0.0)
     parts = [_compute_s(graph, prof, int(v)) for v in mem_set]
     compute = sum(c for c, _, _ in parts)
     launch = prof.launch_s if any(lc > 0 for _, _, lc in parts) else 0.0
@@ -268,12 +270,14 @@ def fuse(graph: CompGraph, rules=DEFAULT_RULES) -> CompGraph:
                                          for m in members], meta)
 
 
-def merge_groups(graph: CompGraph, members, op_types, meta: dict) -> CompGraph:
+def merge_groups(graph: CompGraph, members, op_types, meta: dict,
+                 reread_bytes=None) -> CompGraph:
     """`graph` with each list of `members` (every node in exactly one; head first, whose
     name and id the group keeps) made one node of type `op_types[i]`, costed by
     `group_cost` when the graph has a device profile (else the sum of its members'
-    work); `meta` is the new graph's. No cycle when only a group's last op sends
-    edges out of it (the module docstring's argument)."""
+    work); `meta` is the new graph's; `reread_bytes[i]`: `group_cost`'s, per group.
+    No cycle when only a group's last op sends edges out of it (the module
+    docstring's argument)."""
     n = graph.num_nodes
     group = np.full(n, -1)
     for i, m in enumerate(members):
@@ -300,7 +304,8 @@ def merge_groups(graph: CompGraph, members, op_types, meta: dict) -> CompGraph:
             out_tensors.setdefault(int(u), []).append(t)
         for i, m in enumerate(members):
             if len(m) > 1:
-                c = group_cost(graph, m, prof, out_tensors)
+                c = group_cost(graph, m, prof, out_tensors,
+                               reread_bytes[i] if reread_bytes is not None else 0.0)
                 work[i] = c["time_us"]
                 attrs["bytes_moved"][i] = c["bytes_moved"]
                 attrs["out_bytes"][i] = c["out_bytes"]

@@ -56,9 +56,11 @@ from jaxplace.importers import roofline as rl
 
 MODES = ("runtime", "none")
 #: Fused op types, as the runtime kernels are named.
-FUSED_OP = {"gemm": "Gemm", "gelu": "Gelu", "silu": "Swish", "attention": "Attention"}
-_ELT = frozenset({"Add", "Sub", "Mul", "Div", "Pow", "Tanh", "Erf", "Sigmoid", "Sqrt"})
-_ANCHORS = {"Tanh": "gelu", "Erf": "gelu", "Sigmoid": "silu"}
+FUSED_OP = {"gemm": "Gemm", "gelu": "Gelu", "silu": "Swish",
+            "layer_norm": "LayerNormalization", "attention": "Attention"}
+_ELT = frozenset({"Add", "Sub", "Mul", "Div", "Pow", "Tanh", "Erf", "Sigmoid", "Sqrt",
+                  "Reciprocal", "ReduceMean"})
+_ANCHORS = {"Tanh": "gelu", "Erf": "gelu", "Sigmoid": "silu", "ReduceMean": "layer_norm"}
 _PASS = frozenset({"Transpose", "Split", "Expand"})
 _MATRIX = frozenset({"MatMul", "Gemm", "MatMulInteger", "FusedMatMul", "Einsum"})
 _MAX_CONE = 16  # nodes: the longest GELU export is 9
@@ -71,6 +73,8 @@ class Plan:
 
     groups: list[tuple[str, list[int]]] = field(default_factory=list)  # head first
     free: set[int] = field(default_factory=set)
+    reread: list[float] = field(default_factory=list)  # per group: graph-input bytes
+    # its members' bytes count more than once (the fused kernel reads them once)
 
     def fused(self) -> set[int]:
         return {v for _, m in self.groups for v in m}
@@ -135,6 +139,16 @@ class _View:
     def shape(self, s: str):
         return self.folded.info.get(s, (None, 0))[0]
 
+    def value(self, s: str):
+        """A constant's value as float64 (None when not evaluated)."""
+        val = self.folded.values.get(s)
+        if val is None:
+            return None
+        try:
+            return np.asarray(val, dtype=np.float64)
+        except (TypeError, ValueError):
+            return None
+
 
 def find(folded) -> Plan:
     """The patterns of the module docstring in `folded` (an `onnx_fold.FoldedModel`)."""
@@ -160,7 +174,23 @@ def find(folded) -> Plan:
                 plan.groups.append(("gemm", [v, a]))
                 taken.update((v, a))
     plan.free = _free_layout(view, plan)
+    plan.reread = [_graph_input_rereads(view, m) for _, m in plan.groups]
     return plan
+
+
+def _graph_input_rereads(view: _View, members) -> float:
+    """Bytes of graph inputs (no producer, not constant) that several members read,
+    beyond the first read: `fusion.group_cost` sees only the graph's tensors."""
+    from jaxplace.importers.onnx_fold import itemsize, require_onnx
+
+    readers: Counter = Counter(s for v in members for s in set(view.tensors_in(v))
+                               if s not in view.prod)
+    total = 0.0
+    for s, k in readers.items():
+        shape, et = view.folded.info.get(s, (None, 1))
+        if k > 1 and shape is not None:
+            total += (k - 1) * rl.numel(shape) * itemsize(require_onnx(), et)
+    return total
 
 
 # -- GEMM ---------------------------------------------------------------------------
@@ -259,7 +289,7 @@ def _other_input(view: _View, p: int, chain) -> str | None:
     return cands[0] if len(cands) == 1 else None
 
 
-# -- GELU / SiLU ----------------------------------------------------------------------
+# -- GELU / SiLU / LayerNorm cones -------------------------------------------------------
 
 def _gelu_tanh(x):
     return 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x ** 3)))
@@ -276,18 +306,40 @@ def _silu(x):
 
 
 _FUNCTIONS = {"gelu": (_gelu_tanh, _gelu_erf), "silu": (_silu,)}
-_POINTS = np.linspace(-5.0, 5.0, 41)
 
 
 def _eligible(view: _View, v: int, taken) -> bool:
-    """An elementwise op of the cone: its constants are scalars with known values."""
-    return (v not in taken and view.op(v) in _ELT and len(view.outs(v)) == 1
-            and all(view.scalar(c) is not None for c in view.consts_in(v)))
+    """An op of a cone: elementwise (or a mean over the last axis, keeping it), its
+    constants known scalars or vectors along the last axis."""
+    if v in taken or view.op(v) not in _ELT or len(view.outs(v)) != 1:
+        return False
+    if view.op(v) == "ReduceMean":
+        return _last_axis_mean(view, v)
+    for c in view.consts_in(v):
+        val = view.value(c)
+        if val is None or (val.size != 1 and (val.ndim < 1 or val.size != val.shape[-1])):
+            return False
+    return True
+
+
+def _last_axis_mean(view: _View, v: int) -> bool:
+    """ReduceMean over the last axis only, keeping it (the axes an attribute before
+    opset 18, an input from it)."""
+    node = view.nodes[v]
+    ins = view.tensors_in(v)
+    shape = view.shape(ins[0]) if len(ins) == 1 else None
+    if not shape or next((a.i for a in node.attribute if a.name == "keepdims"), 1) != 1:
+        return False
+    axes = next((list(a.ints) for a in node.attribute if a.name == "axes"), None)
+    if axes is None and len(node.input) > 1 and node.input[1]:
+        val = view.value(node.input[1])
+        axes = None if val is None else [int(a) for a in val.reshape(-1)]
+    return axes is not None and [a % len(shape) for a in axes] == [len(shape) - 1]
 
 
 def _activation(view: _View, anchor: int, taken) -> tuple[str, list[int]] | None:
-    """The largest closed cone around `anchor` (Tanh / Erf / Sigmoid) that evaluates to
-    GELU (SiLU) of one tensor x; (pattern, members) or None."""
+    """The largest closed cone around `anchor` (Tanh / Erf / Sigmoid / ReduceMean) that
+    evaluates to GELU (SiLU, a layer norm) of one tensor x; (pattern, members) or None."""
     kind = _ANCHORS[view.op(anchor)]
     best = None
     for x in _candidate_inputs(view, anchor, taken):
@@ -363,58 +415,90 @@ def _closed_output(view: _View, region) -> str | None:
 
 
 def _grow(view: _View, region: set[int], x: str, taken) -> bool:
-    """Add the one outside consumer of the region's open tensors, with the side ops
-    (reading only x and scalars) it needs; False when there is none to add."""
-    users = {c for o in _open_tensors(view, region) for c in view.cons.get(o, [])
-             if c not in region}
-    if len(users) != 1:
-        return False
-    c = users.pop()
-    if not _eligible(view, c, taken):
-        return False
+    """Add the first (in graph order) outside consumer of the region's open tensors
+    whose other inputs are x, constants, or side ops reading only x and constants (a
+    layer norm's centred x feeds both its variance and its division, so the division
+    waits for the variance); False when there is none to add."""
     inside = {o for v in region for o in view.outs(v)}
-    side = []
-    for s in view.tensors_in(c):
-        if s == x or s in inside:
+    for c in sorted({c for o in _open_tensors(view, region) for c in view.cons.get(o, [])
+                     if c not in region}):
+        if not _eligible(view, c, taken):
             continue
-        p = view.prod.get(s)
-        if p is None or not _eligible(view, p, taken) or view.single_consumer(p) != c \
-                or any(t != x for t in view.tensors_in(p)):
-            return False
-        side.append(p)
-    region.update([c, *side])
-    return len(region) <= _MAX_CONE
+        side = []
+        for s in view.tensors_in(c):
+            if s == x or s in inside:
+                continue
+            p = view.prod.get(s)
+            if p is None or not _eligible(view, p, taken) or view.single_consumer(p) != c \
+                    or any(t != x for t in view.tensors_in(p)):
+                side = None
+                break
+            side.append(p)
+        if side is not None:
+            region.update([c, *side])
+            return len(region) <= _MAX_CONE
+    return False
 
 
 def _computes(view: _View, members, x: str, out: str, kind: str) -> bool:
-    """The region, evaluated at `_POINTS` for x, equals one of `kind`'s functions."""
-    env = {x: _POINTS}
+    """The region, evaluated on sample rows for x (rows of its last-axis width), is
+    `kind`: GELU / SiLU at 41 points each, or a layer norm (each output column an
+    affine map of the standardized input's, over 8 random rows)."""
+    shape = view.shape(x)
+    width = int(shape[-1]) if shape else 1
+    # up to 8 columns: per-column constants are sliced to them (what the cone computes
+    # does not depend on the width), so a wide model checks as fast as a narrow one
+    n = min(width, 8)
+    if kind == "layer_norm":
+        if n < 2:
+            return False
+        X = np.random.default_rng(0).standard_normal((8, n)) * 3.0 + 1.0
+    else:
+        X = np.tile(np.linspace(-5.0, 5.0, 41)[:, None], (1, n))
+    env = {x: X}
     with np.errstate(all="ignore"):
         for v in members:  # graph order is topological
             args = []
-            for s in view.nodes[v].input:
-                if s in env:
-                    args.append(env[s])
-                elif view.scalar(s) is not None:
-                    args.append(view.scalar(s))
-                else:
-                    return False
-            env[view.outs(v)[0]] = _apply(view.op(v), args)
+            for s in view.nodes[v].input[:1 if view.op(v) == "ReduceMean" else None]:
+                val = env.get(s)
+                if val is None:
+                    val = view.value(s)
+                    if val is None:
+                        return False
+                    if val.size > 1:  # a per-column vector (`_eligible`)
+                        val = val.reshape(-1)[:n] if val.size == width else None
+                    if val is None:
+                        return False
+                args.append(val)
+            try:
+                env[view.outs(v)[0]] = _apply(view.op(v), args)
+            except ValueError:  # a constant that does not broadcast on the sample
+                return False
     y = env.get(out)
-    if y is None:
+    if y is None or np.shape(y) != X.shape or not np.all(np.isfinite(y)):
         return False
-    return any(np.allclose(y, f(_POINTS), rtol=1e-5, atol=1e-5) for f in _FUNCTIONS[kind])
+    if kind != "layer_norm":
+        return any(np.allclose(y, f(X), rtol=1e-5, atol=1e-5) for f in _FUNCTIONS[kind])
+    z = (X - X.mean(-1, keepdims=True)) / X.std(-1, keepdims=True)
+    for j in range(n):  # y[:, j] = gamma_j * z[:, j] + beta_j, exactly up to epsilon
+        a = np.stack([z[:, j], np.ones(len(z))], axis=1)
+        coef = np.linalg.lstsq(a, y[:, j], rcond=None)[0]
+        if np.abs(a @ coef - y[:, j]).max() > 1e-4 * (1.0 + np.abs(y[:, j]).max()):
+            return False
+    return True
 
 
 def _apply(op: str, a):
     from math import erf
 
-    if op in ("Tanh", "Erf", "Sigmoid", "Sqrt"):
-        x = np.asarray(a[0], dtype=np.float64)
-        return {"Tanh": np.tanh, "Sqrt": np.sqrt,
+    x = np.asarray(a[0], dtype=np.float64)
+    if op == "ReduceMean":  # over the last axis, kept (`_last_axis_mean`)
+        return x.mean(-1, keepdims=True)
+    if op in ("Tanh", "Erf", "Sigmoid", "Sqrt", "Reciprocal"):
+        return {"Tanh": np.tanh, "Sqrt": np.sqrt, "Reciprocal": np.reciprocal,
                 "Sigmoid": lambda z: 1.0 / (1.0 + np.exp(-z)),
                 "Erf": np.vectorize(erf)}[op](x)
-    x, y = np.asarray(a[0], dtype=np.float64), np.asarray(a[1], dtype=np.float64)
+    y = np.asarray(a[1], dtype=np.float64)
     return {"Add": np.add, "Sub": np.subtract, "Mul": np.multiply, "Div": np.divide,
             "Pow": np.power}[op](x, y)
 
@@ -526,7 +610,11 @@ def apply(graph, plan: Plan):
     meta["coarsen_original_nodes"] = n
     if graph.names is not None:
         meta["coarsen_original_names"] = list(graph.names)
-    return merge_groups(graph, members, op_types, meta)
+    reread = [0.0] * len(members)
+    for i, m in enumerate(members):
+        if len(m) > 1:
+            reread[i] = plan.reread[in_group[m[0]]] if plan.reread else 0.0
+    return merge_groups(graph, members, op_types, meta, reread)
 
 
 def expand_assignment(graph, assignment) -> np.ndarray:
@@ -538,6 +626,7 @@ def expand_assignment(graph, assignment) -> np.ndarray:
 
 
 _LABEL = {"gemm": "MatMul+Add -> Gemm", "gelu": "GELU -> Gelu", "silu": "SiLU -> Swish",
+          "layer_norm": "LayerNorm pieces -> LayerNormalization",
           "attention": "attention -> Attention", "free": "layout ops free"}
 
 
