@@ -18,9 +18,10 @@ names defaulted are listed in `meta["defaulted_dims"]`), shapes come from
 
 By default the graph is then costed as an optimizing runtime launches it
 (`jaxplace.importers.runtime_fusion`, `fusion="runtime"`): MatMul + bias Add is one
-Gemm, the GELU and attention patterns one op each, and Transpose / Split that only
-feed matrix ops (or re-view data) are free, as in eager PyTorch and ONNX Runtime with
-its graph optimizations; `meta["runtime_fusion"]` counts what was fused.
+Gemm, the GELU, LayerNorm (opset < 17) and attention patterns one op each, and
+Transpose / Split / Expand that only feed matrix ops (or re-view data) are free, as
+in eager PyTorch and ONNX Runtime with its graph optimizations;
+`meta["runtime_fusion"]` counts what was fused.
 `fusion="none"` costs every op as exported (an upper estimate: a launch and a memory
 round trip per op).
 

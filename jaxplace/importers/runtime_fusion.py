@@ -18,6 +18,10 @@ consumers, constant values; never node names) and costs each as one kernel:
   by evaluating it at 41 points against the function, so every operand order and
   constant placement an exporter writes is matched, and nothing else is; opset 20's
   Gelu op is one op already;
+- "layer_norm": the cone of a ReduceMean over the last axis that evaluates to a layer
+  norm (each output column an affine map of the standardized input's, on random
+  rows) -> one LayerNormalization: opset < 17 has no such op and the exporters write
+  9 (ReduceMean, Sub, Pow, ReduceMean, Add, Sqrt, Div, Mul, Add);
 - "attention": Softmax over the last axis whose input comes from a MatMul (Q K^T)
   through optional scale (Mul/Div by a scalar), mask (Add, Where) and view ops, each
   with that single consumer, and whose output feeds only a MatMul (P V); scalar
