@@ -153,6 +153,20 @@ def _gelu_consts(model):
     return [i.name for i in model.graph.initializer if i.name in read]
 
 
+def test_gelu_after_a_zero_bias_leaves_the_bias_to_the_gemm():
+    """x + 0 then GELU is GELU of the MatMul's output too: the nearest x wins, so the
+    bias Add joins the Gemm, not the Gelu."""
+    model, parts = _gelu_model("erf")
+    g = model.graph
+    g.node[0].output[0] = "h"
+    g.node.insert(1, helper.make_node("Add", ["h", "zb"], ["x"]))
+    g.initializer.append(_c("zb", np.zeros(64)))
+    g0, gr = _both(model)
+    assert gr.op_types == ("Gemm", "Gelu")
+    assert gr.meta["runtime_fusion"] == {"gemm": 1, "gelu": 1}
+    assert [len(m) for m in gr.meta["runtime_fusion_members"]] == [2, parts]
+
+
 def test_near_gelu_is_not_fused():
     model, _ = _gelu_model("erf", half=0.6)  # 0.6 * x * (1 + erf(x / sqrt 2)): not GELU
     g0, g = _both(model)

@@ -312,16 +312,18 @@ def _silu(x):
 _FUNCTIONS = {"gelu": (_gelu_tanh, _gelu_erf), "silu": (_silu,)}
 
 
-def _eligible(view: _View, v: int, taken) -> bool:
+def _eligible(view: _View, v: int, taken, vectors: bool = True) -> bool:
     """An op of a cone: elementwise (or a mean over the last axis, keeping it), its
-    constants known scalars or vectors along the last axis."""
+    constants known scalars or (`vectors`: a layer norm's scale and shift) vectors
+    along the last axis."""
     if v in taken or view.op(v) not in _ELT or len(view.outs(v)) != 1:
         return False
     if view.op(v) == "ReduceMean":
         return _last_axis_mean(view, v)
     for c in view.consts_in(v):
         val = view.value(c)
-        if val is None or (val.size != 1 and (val.ndim < 1 or val.size != val.shape[-1])):
+        if val is None or (val.size != 1 and (not vectors or val.ndim < 1
+                                              or val.size != val.shape[-1])):
             return False
     return True
 
@@ -345,9 +347,12 @@ def _activation(view: _View, anchor: int, taken) -> tuple[str, list[int]] | None
     """The largest closed cone around `anchor` (Tanh / Erf / Sigmoid / ReduceMean) that
     evaluates to GELU (SiLU, a layer norm) of one tensor x; (pattern, members) or None."""
     kind = _ANCHORS[view.op(anchor)]
+    vectors = kind == "layer_norm"  # GELU / SiLU cones read scalars only (not a bias)
     best = None
-    for x in _candidate_inputs(view, anchor, taken):
-        region = _back_cone(view, anchor, x, taken)
+    # the nearest x that gives a cone (a zero bias before GELU must not join it), and
+    # for it the largest cone
+    for x in _candidate_inputs(view, anchor, taken, vectors):
+        region = _back_cone(view, anchor, x, taken, vectors)
         if region is None:
             continue
         for _ in range(_MAX_CONE):
@@ -355,8 +360,10 @@ def _activation(view: _View, anchor: int, taken) -> tuple[str, list[int]] | None
             if out is not None and (best is None or len(region) > len(best)) \
                     and _computes(view, sorted(region), x, out, kind):
                 best = sorted(region)
-            if not _grow(view, region, x, taken):
+            if not _grow(view, region, x, taken, vectors):
                 break
+        if best is not None:
+            break
     if best is None:
         return None
     head = next(v for v in best if _reads_outside(view, v, best))
@@ -369,7 +376,7 @@ def _reads_outside(view: _View, v: int, members) -> bool:
     return any(s not in inside for s in view.tensors_in(v))
 
 
-def _candidate_inputs(view: _View, anchor: int, taken) -> list[str]:
+def _candidate_inputs(view: _View, anchor: int, taken, vectors: bool) -> list[str]:
     """Tensors behind the anchor, through eligible ops, nearest first."""
     seen, order, frontier = set(), [], [anchor]
     for _ in range(6):
@@ -381,13 +388,13 @@ def _candidate_inputs(view: _View, anchor: int, taken) -> list[str]:
                 seen.add(s)
                 order.append(s)
                 p = view.prod.get(s)
-                if p is not None and _eligible(view, p, taken):
+                if p is not None and _eligible(view, p, taken, vectors):
                     nxt.append(p)
         frontier = nxt
     return order
 
 
-def _back_cone(view: _View, anchor: int, x: str, taken) -> set[int] | None:
+def _back_cone(view: _View, anchor: int, x: str, taken, vectors: bool) -> set[int] | None:
     """The anchor and every op between x and it; None if a path leaves the eligible ops
     before reaching x."""
     region, stack = {anchor}, [anchor]
@@ -397,7 +404,7 @@ def _back_cone(view: _View, anchor: int, x: str, taken) -> set[int] | None:
             if s == x:
                 continue
             p = view.prod.get(s)
-            if p is None or not _eligible(view, p, taken):
+            if p is None or not _eligible(view, p, taken, vectors):
                 return None
             if p not in region:
                 region.add(p)
@@ -418,7 +425,7 @@ def _closed_output(view: _View, region) -> str | None:
     return out[0] if len(out) == 1 else None
 
 
-def _grow(view: _View, region: set[int], x: str, taken) -> bool:
+def _grow(view: _View, region: set[int], x: str, taken, vectors: bool) -> bool:
     """Add the first (in graph order) outside consumer of the region's open tensors
     whose other inputs are x, constants, or side ops reading only x and constants (a
     layer norm's centred x feeds both its variance and its division, so the division
@@ -426,14 +433,15 @@ def _grow(view: _View, region: set[int], x: str, taken) -> bool:
     inside = {o for v in region for o in view.outs(v)}
     for c in sorted({c for o in _open_tensors(view, region) for c in view.cons.get(o, [])
                      if c not in region}):
-        if not _eligible(view, c, taken):
+        if not _eligible(view, c, taken, vectors):
             continue
         side = []
         for s in view.tensors_in(c):
             if s == x or s in inside:
                 continue
             p = view.prod.get(s)
-            if p is None or not _eligible(view, p, taken) or view.single_consumer(p) != c \
+            if p is None or not _eligible(view, p, taken, vectors) \
+                    or view.single_consumer(p) != c \
                     or any(t != x for t in view.tensors_in(p)):
                 side = None
                 break
