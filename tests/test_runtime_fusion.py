@@ -369,3 +369,19 @@ def test_near_layer_norm_is_not_fused():
     g0, g = _both(model)
     assert "layer_norm" not in g.meta["runtime_fusion"]
     np.testing.assert_array_equal(g.work, g0.work)
+
+
+def test_a_tensor_a_subgraph_reads_is_not_dead():
+    """A Transpose read only inside an If body is a real copy, not a dead node."""
+    n = helper.make_node
+    body = lambda name: helper.make_graph(  # noqa: E731
+        [n("Relu", ["xt"], [f"{name}_y"])], name, [], [_vi(f"{name}_y", [16, 8])])
+    model = _model([n("Transpose", ["X"], ["xt"], perm=[1, 0]),
+                    n("If", ["C"], ["Y"], then_branch=body("then"),
+                      else_branch=body("else"))],
+                   [_vi("X", [8, 16]), helper.make_tensor_value_info("C", TensorProto.BOOL,
+                                                                     [])],
+                   [_vi("Y", [16, 8])])
+    g0, g = _both(model)
+    assert g.meta["runtime_fusion"] == {}
+    np.testing.assert_array_equal(g.work, g0.work)

@@ -95,6 +95,8 @@ class _View:
     """Producers, consumers and constant values of the folded graph's compute ops."""
 
     def __init__(self, folded):
+        from jaxplace.importers.onnx_fold import subgraph_inputs
+
         g = folded.model.graph
         self.folded = folded
         self.nodes = [g.node[i] for i in folded.compute]
@@ -104,7 +106,8 @@ class _View:
             for o in n.output:
                 if o:
                     self.prod[o] = v
-            for s in dict.fromkeys(s for s in n.input if s):
+            # a Loop / If body's reads count: such a tensor is neither dead nor internal
+            for s in dict.fromkeys([*(s for s in n.input if s), *sorted(subgraph_inputs(n))]):
                 if s not in folded.const:
                     self.cons.setdefault(s, []).append(v)
         self.graph_out = {o.name for o in g.output}
