@@ -190,7 +190,8 @@ def test_silu_and_opset20_gelu():
 B, H, T, D = 2, 4, 8, 16
 
 
-def _attention_model(softmax_consumers: int = 1, softmax_axis: int = -1):
+def _attention_model(softmax_consumers: int = 1, softmax_axis: int = -1,
+                     mask_input: bool = False):
     """Q, K, V of shape (B, T, H*D) -> heads, scale on Q and K^T (as the exporters),
     causal mask Add, Softmax, P V, merge heads, output projection."""
     n = helper.make_node
@@ -200,7 +201,8 @@ def _attention_model(softmax_consumers: int = 1, softmax_axis: int = -1):
                   n("Transpose", [f"{z}r"], [f"{z}t"], perm=[0, 2, 1, 3])]
     nodes += [n("Transpose", ["kr"], ["kT"], perm=[0, 2, 3, 1]),
               n("Mul", ["qt", "sc"], ["qs"]), n("Mul", ["kT", "sc"], ["ks"]),
-              n("MatMul", ["qs", "ks"], ["s"]), n("Add", ["s", "mask"], ["sm"]),
+              n("MatMul", ["qs", "ks"], ["s"]),
+              n("Add", ["mm" if mask_input else "mask", "s"], ["sm"]),
               n("Softmax", ["sm"], ["p"], axis=softmax_axis), n("MatMul", ["p", "vt"], ["o"]),
               n("Transpose", ["o"], ["ot"], perm=[0, 2, 1, 3]),
               n("Reshape", ["ot", "shp2"], ["om"]), n("MatMul", ["om", "Wo"], ["Y"])]
@@ -213,6 +215,10 @@ def _attention_model(softmax_consumers: int = 1, softmax_axis: int = -1):
              _c("sc", [D ** -0.25]), _c("mask", np.triu(np.full((T, T), -1e4), 1)),
              _c("Wo", np.ones((H * D, H * D)))]
     inputs = [_vi(z, [B, T, H * D]) for z in "QKV"]
+    if mask_input:  # a padding mask input, prepared in the layer: (1 - M) * -1e4
+        nodes[:0] = [n("Sub", ["one", "M"], ["m1"]), n("Mul", ["m1", "big"], ["mm"])]
+        inputs.append(_vi("M", [B, 1, 1, T]))
+        inits += [_c("one", 1.0), _c("big", -1e4)]
     return _model(nodes, inputs, outputs, inits)
 
 
@@ -237,6 +243,18 @@ def test_attention_is_one_op_and_its_transposes_are_free():
     # the output projection (no bias) is untouched
     (wo,) = [v for v, t in enumerate(g0.op_types) if t == "MatMul"][-1:]
     assert g.work[g.meta["runtime_fusion_members"].index([wo])] == g0.work[wo]
+
+
+def test_attention_with_a_mask_input_keeps_the_mask_ops():
+    g0, g = _both(_attention_model(mask_input=True))
+    assert g.meta["runtime_fusion"]["attention"] == 1
+    i, members = _fused(g0, g, "Attention")
+    assert [g0.op_types[v] for v in members] == ["MatMul", "Mul", "Mul", "Add", "Softmax",
+                                                 "MatMul"]
+    for v, t in enumerate(g0.op_types[:2]):  # the mask's Sub and Mul: their own ops
+        assert t == ("Sub", "Mul")[v]
+        (j,) = [j for j, m in enumerate(g.meta["runtime_fusion_members"]) if m == [v]]
+        assert g.work[j] == g0.work[v] > 0
 
 
 @pytest.mark.parametrize("variant", ["softmax_read_twice", "softmax_not_last_axis"])
@@ -315,7 +333,7 @@ def test_expand_into_an_attention_mask_and_a_noop_cast_are_free():
     g = model.graph
     for node in g.node:  # the mask becomes: bool input -> Cast(bool) -> Where -> Expand
         if node.op_type == "Add" and "mask" in node.input:
-            node.input[1] = "mexp"
+            node.input[list(node.input).index("mask")] = "mexp"
     pre = [n("Cast", ["M"], ["mb"], to=TensorProto.BOOL),
            n("Where", ["mb", "ninf", "zero"], ["mf"]),
            n("Expand", ["mf", "eshape"], ["mexp"]),

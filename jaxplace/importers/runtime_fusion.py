@@ -241,13 +241,10 @@ def _attention(view: _View, s: int, taken) -> list[int] | None:
         if rl.classify(op) == "view" or (op in ("Mul", "Div") and _scaled(view, p)):
             t = view.tensors_in(p)[0] if view.tensors_in(p) else None
         elif op == "Add" and len(view.tensors_in(p)) in (1, 2):
-            t = _other_input(view, p, chain)
-        elif op == "Where" and len(view.nodes[p].input) == 3:
-            ins = list(view.nodes[p].input)
-            cands = [s for s in ins[1:] if s and s not in view.folded.const
-                     and view.prod.get(s) is not None
-                     and view.op(view.prod[s]) in ("MatMul", "Mul", "Div", "Add")]
-            t = cands[0] if len(cands) == 1 else None
+            t = _score_input(view, p, view.tensors_in(p))
+        elif op == "Where" and len(view.nodes[p].input) == 3:  # masked_fill
+            t = _score_input(view, p, [u for u in view.nodes[p].input[1:]
+                                       if u and u not in view.folded.const])
         else:
             return None
         if t is None:
@@ -284,16 +281,25 @@ def _scaled(view: _View, v: int) -> bool:
     return view.op(v) == "Mul" or view.nodes[v].input[1] == consts[0]
 
 
-def _other_input(view: _View, p: int, chain) -> str | None:
-    """The score input of a mask Add: the one coming from Q K^T (a MatMul, or the scale
-    or mask before it)."""
-    ins = view.tensors_in(p)
-    if len(ins) == 1:
-        return ins[0]
-    cands = [s for s in ins if view.prod.get(s) is not None
-             and view.op(view.prod[s]) in ("MatMul", "Mul", "Div", "Add", "Where")
-             and view.single_consumer(view.prod[s]) == p]
+def _score_input(view: _View, p: int, ins) -> str | None:
+    """The scores among the inputs of a mask Add / Where `p`: the one tensor that
+    comes, through single-consumer scale, mask and view ops, from a MatMul (the
+    other, the mask, comes from the graph's mask input)."""
+    cands = [u for u in ins if _from_matmul(view, u, p)]
     return cands[0] if len(cands) == 1 else None
+
+
+def _from_matmul(view: _View, t: str, reader: int, steps: int = 5) -> bool:
+    """`t` is made, through ops that only `reader`'s chain reads (scale, mask, views),
+    by a MatMul, within `steps` ops."""
+    q = view.prod.get(t)
+    if steps <= 0 or q is None or view.single_consumer(q) != reader:
+        return False
+    if view.op(q) == "MatMul":
+        return True
+    if view.op(q) not in ("Mul", "Div", "Add", "Where") and rl.classify(view.op(q)) != "view":
+        return False
+    return any(_from_matmul(view, u, q, steps - 1) for u in view.tensors_in(q))
 
 
 # -- GELU / SiLU / LayerNorm cones -------------------------------------------------------
