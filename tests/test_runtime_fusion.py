@@ -259,13 +259,19 @@ def test_attention_with_a_mask_input_keeps_the_mask_ops():
 
 @pytest.mark.parametrize("variant", ["softmax_read_twice", "softmax_not_last_axis"])
 def test_not_an_attention_is_not_fused(variant):
-    g0, g = _both(_attention_model(softmax_consumers=2 if variant == "softmax_read_twice"
-                                   else 1, softmax_axis=2 if variant != "softmax_read_twice"
-                                   else -1))
+    twice = variant == "softmax_read_twice"
+    g0, g = _both(_attention_model(softmax_consumers=2 if twice else 1,
+                                   softmax_axis=-1 if twice else 2))
     assert "attention" not in g.meta["runtime_fusion"]
     assert g.op_types.count("Softmax") == 1
-    # the transposes that feed the QK^T MatMul (through the scale Mul) still cost
-    assert g.work.sum() > 0
+    # the Q and K^T transposes feed the scale Muls, outside any group now: real copies
+    tr = [v for v, t in enumerate(g.op_types) if t == "Transpose"]
+    assert sum(g.work[v] > 0 for v in tr) == 2
+    for v, t in enumerate(g0.op_types):  # the scale, mask and softmax keep their cost
+        if t in ("Softmax", "Add"):
+            (j,) = [j for j, m in enumerate(g.meta["runtime_fusion_members"])
+                    if m == [v]] if "runtime_fusion_members" in g.meta else [v]
+            assert g.work[j] == g0.work[v]
 
 
 # -- free layout ops and graphs without patterns ---------------------------------------
