@@ -173,7 +173,8 @@ def _convert(folded: FoldedModel, dev, source, free=(), fused=()) -> CompGraph:
         if pos in free:  # a runtime folds it into its consumers: no kernel, no bytes
             flops = moved = t = 0.0
         dtype_flops[dtype] = dtype_flops.get(dtype, 0.0) + flops
-        _, tids = b.add_node(folded.names[i], node.op_type, flops, moved, t,
+        op_type = node.op_type + ("(view)" if pos in free else "")  # a view, by type too
+        _, tids = b.add_node(folded.names[i], op_type, flops, moved, t,
                              in_tensors=sorted(set(in_tensors)), in_params=in_params,
                              out_bytes=[nbytes(o) if o else 0.0 for o in outs])
         for o, tid in zip(outs, tids, strict=True):
@@ -269,7 +270,7 @@ def node_flops(onnx, node, op, cat, ins, outs, info, shape, et, in_elems, out_el
         k = attr(node, "kernel_shape", [])
         flops = float(out_elems * rl.numel(k))
     else:
-        if cat in ("unknown", "control"):
+        if cat in ("unknown", "control", "matrix"):  # matrix: no rule here (Attention)
             unknown.add(op)
         flops = rl.generic_flops(op, in_elems, out_elems)
     return flops, matrix, et

@@ -21,7 +21,9 @@ FLOP conventions (a multiply-add is 2 FLOPs):
 - pooling: output elements * window size;
 - "view" ops (reshape, squeeze, Identity, ...) cost nothing and have no launch
   overhead: XLA and ONNX runtimes turn them into metadata changes; "layout" ops
-  (transpose, concatenate, slice, gather, ...) do no FLOPs but move their bytes.
+  (transpose, concatenate, slice, gather, ...) do no FLOPs but move their bytes. A
+  layout op the ONNX importer's runtime-fusion pass found free is typed
+  "<op>(view)" (e.g. "Transpose(view)") and is a view.
 
 Op names of both frameworks (JAX primitives, lower case, and ONNX operators,
 CamelCase) live in the same tables; `classify(op_type)` returns the category.
@@ -121,6 +123,8 @@ MATRIX_OPS = frozenset({
     "dot_general", "conv_general_dilated", "ragged_dot_general",
     "MatMul", "Gemm", "Conv", "ConvTranspose", "MatMulInteger", "QLinearMatMul",
     "QLinearConv", "ConvInteger", "Einsum", "DeformConv", "LSTM", "GRU", "RNN",
+    # the ONNX importer's fused attention (importers.runtime_fusion): mostly Q K^T, P V
+    "Attention",
 })
 
 POOL_OPS = frozenset({"MaxPool", "AveragePool", "LpPool", "MaxRoiPool"})
@@ -133,6 +137,8 @@ def classify(op_type: str) -> str:
     normalize, matrix, pool, control, or unknown. `op_type` may be a fused name like
     "dot_general+add" (the first op decides)."""
     op = op_type.split("+")[0]
+    if op.endswith("(view)"):  # a layout op found free (importers.runtime_fusion)
+        return "view"
     for cat, table in (("view", VIEW_OPS), ("layout", LAYOUT_OPS),
                        ("scatter", SCATTER_OPS), ("elementwise", ELEMENTWISE_OPS),
                        ("transcendental", TRANSCENDENTAL_OPS), ("reduce", REDUCE_OPS),

@@ -36,7 +36,9 @@ consumers, constant values; never node names) and costs each as one kernel:
   or the op only re-views its input (a Transpose of size-1 axes, a Split into
   contiguous chunks), or its outputs are never read (a runtime removes dead nodes)
   -> cost 0, no launch, as torch's views (transpose, split, expand, select, slice);
-  and a Cast to the type its input already has (an identity).
+  and a Cast to the type its input already has (an identity). Their op type becomes
+  "<op>(view)" ("Transpose(view)"), which `roofline.classify` calls a view, so that
+  costing by op type elsewhere (the cluster objectives) charges them no launch.
 
 A fused group is one node with the FLOPs of all its members (nothing is dropped: a
 Gemm still does its bias adds) and one memory round trip: the inputs it reads from
