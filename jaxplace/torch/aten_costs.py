@@ -30,7 +30,8 @@ ATEN_AS = {
     "relu": "Relu", "relu_": "Relu", "gelu": "Gelu", "silu": "Swish", "sigmoid": "Sigmoid",
     "tanh": "Tanh", "exp": "Exp", "log": "Log", "sqrt": "Sqrt", "rsqrt": "rsqrt",
     "pow": "Pow", "neg": "Neg", "abs": "Abs", "where": "Where", "clamp": "Clip",
-    "hardtanh": "Clip", "masked_fill": "Where", "maximum": "Max", "minimum": "Min",
+    "hardtanh": "Clip", "masked_fill": "Where", "masked_fill_": "Where",
+    "maximum": "Max", "minimum": "Min",
     "eq": "Equal", "ne": "Equal", "lt": "Less", "gt": "Greater", "le": "LessOrEqual",
     "ge": "GreaterOrEqual", "to": "Cast", "_to_copy": "Cast", "type_as": "Cast",
     "erf": "Erf", "softmax": "Softmax", "_softmax": "Softmax", "log_softmax": "LogSoftmax",
@@ -115,7 +116,8 @@ def op_cost(name: str, ins: Sequence, outs: Sequence, device: DeviceProfile,
     else:
         flops = rl.generic_flops(op, in_elems, out_elems)
     t = rl.op_time(flops, nbytes, device, dtype, matrix=matrix)
-    return float(flops), nbytes, float(t), cat != "unknown"
+    # known: a matrix op has its FLOP rule here (matrix_flops), whatever its table name
+    return float(flops), nbytes, float(t), matrix or cat != "unknown"
 
 
 def _nbytes(t) -> int:
