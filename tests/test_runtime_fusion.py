@@ -428,3 +428,27 @@ def test_free_ops_cost_nothing_on_a_cluster_either():
         if op.endswith("(view)"):
             assert np.all(t[v] == 0)
     assert is_matrix("Attention")
+
+
+def test_select_and_slice_into_a_matmul_are_free_a_strided_slice_is_not():
+    """x[:, 0] (Gather of one constant index) and x[:, 0:4] feeding a MatMul read
+    through (torch: select / slice views); x[::2] (step 2, the axes input left out)
+    feeding one is a copy."""
+    n = helper.make_node
+    i64 = lambda name, v: numpy_helper.from_array(np.array(v, np.int64), name)  # noqa: E731
+    model = _model([n("Relu", ["X"], ["r"]),
+                    n("Gather", ["r", "zero"], ["sel"], axis=1),
+                    n("MatMul", ["sel", "W"], ["a"]),
+                    n("Slice", ["r", "s0", "s4", "ax1"], ["sl"]),
+                    n("MatMul", ["sl", "W4"], ["b"]),
+                    n("Slice", ["r", "s0", "s8", "", "two"], ["st"]),
+                    n("MatMul", ["st", "W"], ["c"])],
+                   [_vi("X", [2, 8, 16])], [_vi("a", None), _vi("b", None), _vi("c", None)],
+                   [i64("zero", 0), i64("s0", [0]), i64("s4", [4]), i64("s8", [8]),
+                    i64("ax1", [1]), i64("two", [2]), _c("W", np.ones((16, 4))),
+                    _c("W4", np.ones((16, 4)))])
+    g0, g = _both(model)
+    assert g.meta["runtime_fusion"] == {"free": 2}
+    assert [t for t in g.op_types if "(view)" in t] == ["Gather(view)", "Slice(view)"]
+    (st,) = [v for v, t in enumerate(g0.op_types) if t == "Slice"][1:]
+    assert g.op_types[st] == "Slice" and g.work[st] == g0.work[st] > 0

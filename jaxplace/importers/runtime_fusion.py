@@ -558,8 +558,9 @@ def _noop_cast(view: _View, v: int) -> bool:
 
 def _passes(view: _View, v: int) -> bool:
     """A layout op a consumer can read through (strides, an offset): Transpose, Split,
-    and a select (Gather of one constant index) or Slice of constant bounds, step 1,
-    on a computed tensor (an embedding lookup, reading a table, is a real gather)."""
+    Expand (stride 0), and a select (Gather of one constant index) or Slice of
+    constant bounds, step 1, on a computed tensor (an embedding lookup, reading a
+    table, is a real gather)."""
     op = view.op(v)
     if op in _PASS:
         return True
@@ -571,9 +572,9 @@ def _passes(view: _View, v: int) -> bool:
         return False
     if op == "Gather":
         return len(rest) == 1 and np.asarray(view.folded.values[rest[0]]).size == 1
-    if op == "Slice" and len(rest) >= 2:
-        steps = view.folded.values[rest[3]] if len(rest) > 3 else np.ones(1)
-        return bool(np.all(np.asarray(steps) == 1))
+    if op == "Slice" and len(rest) >= 2:  # data, starts, ends, axes?, steps?
+        steps = node.input[4] if len(node.input) > 4 and node.input[4] else None
+        return steps is None or bool(np.all(np.asarray(view.folded.values[steps]) == 1))
     return False
 
 
