@@ -7,7 +7,7 @@ graph i with k = ks[i % len(ks)], search seed `seed + i`). Methods:
   (`python -m jaxplace.bench.batch --worker ...`): cold = wall time from the
   worker's start (importing jaxplace and JAX included) to the last result; programs
   compiled = XLA compiles of the search programs (`_many_chunk` and the
-  per-problem ones, `jaxplace.bench.compiles`); warm = the same call again in that
+  per-problem ones, `jaxplace.compile_cache.count_compiles`); warm = the same call again in that
   process. `--time-limit` bounds the call (compile time included), `--budget` sets
   the evaluations per problem, `--max-programs` the buckets.
 - `default`: `jp.search` per problem in a fresh worker (as the regal-time suite).
@@ -73,7 +73,7 @@ def worker(a, t_start: float) -> int:
     import jax
 
     import jaxplace as jp
-    from jaxplace.bench.compiles import SEARCH_PROGRAMS, count_compiles
+    from jaxplace.compile_cache import SEARCH_PROGRAMS, count_compiles
     from jaxplace.bench.search_time import instances
     from jaxplace.search.many import bucket_summary, search_many
 

@@ -37,7 +37,7 @@ import time
 
 import numpy as np
 
-from jaxplace.bench.runs import markdown_table, run_method
+from jaxplace.bench.runs import markdown_table
 
 HELP = "search quality table (geometric-mean ratio to the simple bound) on REGAL graphs"
 
@@ -138,6 +138,7 @@ def run(args) -> int:
     args.count = 100 if args.count is None else args.count
     import jaxplace as jp
     from jaxplace.generators import regal_set
+    from jaxplace.search import search_named
 
     ks = [int(k) for k in args.ks.split(",") if k.strip()]
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
@@ -150,7 +151,7 @@ def run(args) -> int:
             p = jp.Problem(g, k)
             lb = jp.simple_lower_bound(p)
             for m in methods:
-                r = run_method(p, m, args.seed + i)
+                r = search_named(p, m, args.seed + i)
                 ratios[m, k].append(r.cost / lb)
                 times[m, k].append(r.wall_time)
         print(f"graph {i + 1}/{len(graphs)} (n={g.num_nodes}) done, "

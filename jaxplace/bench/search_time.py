@@ -8,7 +8,7 @@ process with `jp.search(problem, method, seed=seed + i)`, against the C++ BRKGA 
 Each jaxplace method runs in its own fresh worker process (`python -m
 jaxplace.bench.search_time --worker ...`), so its first search pays every compile:
 - cold: wall time from the worker's start (importing jaxplace included) to the last
-  search's end, and the XLA programs built (`jaxplace.bench.compiles`): the large
+  search's end, and the XLA programs built (`jaxplace.compile_cache.count_compiles`): the large
   search programs compiled by XLA and those read from the persistent cache;
 - warm: the same searches again in that process (everything compiled);
 - cost: geometric mean of cost / C++ cost and of cost / simple lower bound;
@@ -45,10 +45,10 @@ MAX_TIME_RATIO = 2.0
 
 
 def instances(count: int, ks: list[int], seed: int):
-    """[(graph index, graph, k)] of the suite."""
-    from jaxplace.generators import regal_set
+    """[(graph index, graph, k)] of the suite (`jaxplace.generators.regal_suite`)."""
+    from jaxplace.generators import regal_suite
 
-    return [(i, g, ks[i % len(ks)]) for i, g in enumerate(regal_set(count, seed=seed))]
+    return regal_suite(count, ks, seed)
 
 
 def _curve(points, checkpoints=CHECKPOINTS) -> list[float]:
@@ -62,14 +62,14 @@ def _curve(points, checkpoints=CHECKPOINTS) -> list[float]:
 
 def _pass(problems, method: str, seed: int) -> tuple[list[float], list[list[float]], float]:
     """One pass over the problems: (costs, curves, wall seconds)."""
-    from jaxplace.bench.runs import run_method
+    from jaxplace.search import search_named
 
     costs, curves = [], []
     t0 = time.perf_counter()
     for i, p in problems:
         points = []
         start = time.perf_counter()
-        r = run_method(p, method, seed + i,
+        r = search_named(p, method, seed + i,
                        observer=lambda e, s=start, pts=points: pts.append(
                            (time.perf_counter() - s, float(e.best_cost))))
         points.append((time.perf_counter() - start, float(r.cost)))
@@ -84,7 +84,7 @@ def worker(method: str, count: int, ks: list[int], seed: int, out: str,
     import jax
 
     import jaxplace as jp
-    from jaxplace.bench.compiles import SEARCH_PROGRAMS, count_compiles
+    from jaxplace.compile_cache import SEARCH_PROGRAMS, count_compiles
 
     t_import = time.perf_counter() - t_start
     problems = [(i, jp.Problem(g, k)) for i, g, k in instances(count, ks, seed)]

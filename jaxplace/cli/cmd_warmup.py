@@ -26,7 +26,13 @@ from __future__ import annotations
 
 import time
 
-from jaxplace.compile_cache import cache_path, enable_compile_cache, plain_python_env
+from jaxplace.compile_cache import (
+    SEARCH_PROGRAMS,
+    cache_path,
+    count_compiles,
+    enable_compile_cache,
+    plain_python_env,
+)
 from jaxplace.errors import JaxplaceError
 
 HELP = "precompile the common search programs into the persistent compilation cache"
@@ -39,7 +45,8 @@ def add_arguments(p) -> None:
                    help="smallest graph size to prepare for (default 50)")
     p.add_argument("--ks", default="4,8,16", help="comma-separated k values")
     p.add_argument("--methods", default="default,brkga-10000",
-                   help="comma-separated bench method names (jaxplace bench search)")
+                   help="comma-separated method names (jaxplace.search.named: a search "
+                   "method, brkga-PxG, random-T or brkga-10000)")
     p.add_argument("--samples", type=int, default=3,
                    help="REGAL-like graphs drawn per size class and k to find the "
                    "programs they use (more: more windows covered)")
@@ -122,15 +129,15 @@ def _warm(problem, method: str) -> None:
     """One search of `method` that compiles its programs and stops soon after."""
     import threading
 
-    from jaxplace.bench.runs import run_method
-    from jaxplace.search.deadline import THREAD_NAME  # the search package loads JAX
+    from jaxplace.search import search_named  # the search package loads JAX
+    from jaxplace.search.deadline import THREAD_NAME
 
     if method == "default":  # both phases must run: stop each at its first stall
         from jaxplace.search import search
 
         search(problem, "default", seed=0, progress=False, brkga_patience=1, patience=1)
     else:  # the first chunk runs one step, then the time limit stops it
-        run_method(problem, method, 0, time_limit=1e-9)
+        search_named(problem, method, 0, time_limit=1e-9)
         # past its time limit the search answers while its compile goes on in a
         # thread (search.deadline): warming up means waiting for that compile
         for thread in threading.enumerate():
@@ -167,8 +174,6 @@ def _argv(args) -> list[str]:
 
 def warm(args) -> int:
     """Compile the planned programs in this process (see the module doc)."""
-    from jaxplace.bench.compiles import SEARCH_PROGRAMS, count_compiles
-
     path = enable_compile_cache()
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
     t_all = time.perf_counter()
@@ -204,12 +209,11 @@ def warm_many(args) -> tuple[int, int]:
     REGAL-like graphs: (compiled, cache hits). A batch of other graphs may merge into
     other padded shapes (`jaxplace.search.many.buckets`)."""
     import jaxplace as jp
-    from jaxplace.bench.compiles import count_compiles
-    from jaxplace.bench.search_time import instances
+    from jaxplace.generators import regal_suite
     from jaxplace.search.many import bucket_summary, search_many
 
     ks = [int(k) for k in args.ks.split(",") if k.strip()]
-    probs = [jp.Problem(g, k) for _, g, k in instances(args.many, ks, args.seed)]
+    probs = [jp.Problem(g, k) for _, g, k in regal_suite(args.many, ks, args.seed)]
     buckets = bucket_summary(probs, args.max_programs)
     for b in buckets:
         print(f"search_many bucket N={b.spec.N} K={b.spec.K} window={b.window or 'full'} "

@@ -16,7 +16,7 @@ from typing import Any
 
 from jaxplace.errors import JaxplaceError
 from jaxplace.generators.dnn import inception, resnet, transformer, unet
-from jaxplace.generators.regal import MODELS, derive_seed, regal, regal_set
+from jaxplace.generators.regal import MODELS, derive_seed, regal, regal_set, regal_suite
 from jaxplace.generators.training import training_graph
 from jaxplace.graph import CompGraph
 
@@ -80,6 +80,7 @@ __all__ = [
     "inception",
     "regal",
     "regal_set",
+    "regal_suite",
     "resnet",
     "training_graph",
     "transformer",

@@ -243,3 +243,13 @@ def regal_set(count: int, seed: int = 0, n_range: tuple[int, int] = N_RANGE,
     if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or count < 0:
         raise JaxplaceError(f"must be a non-negative integer, got {count!r}", field="count")
     return [regal(derive_seed(seed, i), n_range=n_range, **kwargs) for i in range(count)]
+
+
+def regal_suite(count: int, ks, seed: int = 0) -> list[tuple[int, CompGraph, int]]:
+    """[(i, graph, k)]: `regal_set(count, seed)` with graph i split in
+    k = ks[i % len(ks)] stages; the regal-time suite of the batch and search benchmarks
+    and of `jaxplace warmup --many` (`ks` (4, 8, 16) and count 30 there)."""
+    ks = [int(k) for k in ks]
+    if not ks:
+        raise JaxplaceError("give at least one k", field="ks")
+    return [(i, g, ks[i % len(ks)]) for i, g in enumerate(regal_set(count, seed=seed))]

@@ -20,6 +20,7 @@ import types
 from jaxplace.search.api import search
 from jaxplace.search.brkga import BRKGA
 from jaxplace.search.local import bottleneck_pool, shift_search
+from jaxplace.search.named import search_named
 from jaxplace.search.programs import algorithms
 from jaxplace.search.registry import METHODS, Method, get_method
 from jaxplace.search.request import SearchRequest
@@ -41,4 +42,4 @@ sys.modules[__name__].__class__ = _CallableModule
 
 __all__ = ["ALGORITHMS", "BRKGA", "METHODS", "History", "Method", "Progress", "Result",
            "SearchRequest", "StopRule", "bottleneck_pool", "get_method", "search",
-           "shift_search"]
+           "search_named", "shift_search"]
