@@ -4,7 +4,11 @@ import pytest
 
 import jaxplace as jp
 from jaxplace.generators import regal
-from jaxplace.objectives.throughput.objective import POLISHED_BUDGET_SHARE
+from jaxplace.objectives.throughput.objective import (
+    MANY_STAGES_FACTOR,
+    MANY_STAGES_K,
+    POLISHED_BUDGET_SHARE,
+)
 from jaxplace.objectives.throughput.polish import POLISH_MAX_NODES, polish_applies
 from jaxplace.search.default import default_budget
 from jaxplace.search.many.api import POPULATION
@@ -72,3 +76,14 @@ def test_search_many_asks_the_budget_with_its_polish_option(monkeypatch):
     p = jp.Problem(regal(3, n=30), 4)
     jp.search_many([p], seed=0, polish=False, exact=False, budget=None)
     assert asked and set(asked) == {False}
+
+
+def test_many_stages_get_more_budget_up_to_the_generic_cap():
+    g = regal(3, n=150)
+    base = default_budget(jp.Problem(g, MANY_STAGES_K))
+    assert default_budget(jp.Problem(g, MANY_STAGES_K + 1)) == MANY_STAGES_FACTOR * base
+    assert default_budget(jp.Problem(g, 16)) == MANY_STAGES_FACTOR * base
+    # big graphs keep the generic budget; a user's seconds: the generic budget
+    big = regal(3, n=900)
+    assert default_budget(jp.Problem(big, 16)) == 30_000
+    assert default_budget(jp.Problem(g, 16), 5.0) == default_budget(jp.Problem(g, 8), 5.0)

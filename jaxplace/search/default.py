@@ -16,7 +16,8 @@ def default_budget(problem, time_limit: float | None = None,
     """The default search's budget for `problem`: its objective's
     `default_budget` (generic: 30,000, or max(3000, 600 n) when smaller; throughput
     on identical accelerators without a time limit: 6,000 up to 200 ops, 30 per op
-    above, half of it where the k <= 4 MIP polish follows). `time_limit`: the user's
+    above, twice that at k > 8, half of it where the k <= 4 MIP polish follows).
+    `time_limit`: the user's
     seconds, if any; `polish`: the caller's polish option (None: the default rule)."""
     return int(problem.objective_impl.default_budget(problem, time_limit, polish=polish))
 

@@ -38,6 +38,13 @@ BUDGET_PER_NODE = 30
 #: 6,000 did (0.9642x against 0.9650x C++ brkga-10000) for 15% less CPU time in
 #: search_many's warm pass; 2,000 lost 0.2%.
 POLISHED_BUDGET_SHARE = 0.5
+#: Above this many stages, MANY_STAGES_FACTOR x the budget (still at most the generic
+#: 30,000). Why: measured per k on graphs apart from the 30-graph suite
+#: (experiments/budgets_per_k.py, regal_set seeds 100-102 and barabasi_albert graphs
+#: of 150-400 ops), doubling the budget bought 0.8% / 0.25% of cost at k = 16, but
+#: 0.06% / 0.45% at k = 8 and nothing at k <= 4 (the polish's MIP decides there).
+MANY_STAGES_K = 8
+MANY_STAGES_FACTOR = 2
 
 
 class Throughput(Objective):
@@ -224,18 +231,21 @@ class Throughput(Objective):
     def default_budget(self, problem, time_limit: float | None = None,
                        polish: bool | None = None) -> int:
         """SEARCH_BUDGET evaluations on graphs of up to 200 ops, BUDGET_PER_NODE per op
-        above (30,000 from 1,000 ops on: big graphs keep the generic budget), never
-        more than the generic rule's max(3000, 600 n) on tiny graphs; the
-        POLISHED_BUDGET_SHARE of that where the default MIP polish follows (k <= 4,
-        `polish` not False; a polish forced on elsewhere keeps the budget). Under a user's
-        time limit the generic budget: the user gave the seconds, the search spends
-        them (it still stops earlier on stagnation)."""
+        above, MANY_STAGES_FACTOR times that at k > MANY_STAGES_K, never more than the
+        generic rule (30,000; max(3000, 600 n) on tiny graphs: big graphs keep the
+        generic budget); the POLISHED_BUDGET_SHARE of that where the default MIP
+        polish follows (k <= 4, `polish` not False; a polish forced on elsewhere keeps
+        the budget). Under a user's time limit the generic budget: the user gave the
+        seconds, the search spends them (it still stops earlier on stagnation)."""
         from jaxplace.objectives.throughput.polish import polish_applies
 
         n = problem.n
         if time_limit is not None:
             return super().default_budget(problem, time_limit)
-        budget = min(super().default_budget(problem), max(SEARCH_BUDGET, BUDGET_PER_NODE * n))
+        budget = max(SEARCH_BUDGET, BUDGET_PER_NODE * n)
+        if problem.k > MANY_STAGES_K:
+            budget *= MANY_STAGES_FACTOR
+        budget = min(super().default_budget(problem), budget)
         if polish is not False and polish_applies(problem):
             return int(budget * POLISHED_BUDGET_SHARE)
         return budget
