@@ -165,3 +165,39 @@ def single(pattern: str, opset: int = 17, *, cin: int = 4, cout: int = 6) -> Bui
     b.built.model = helper.make_model(graph, opset_imports=ops)
     b.built.model.ir_version = max(helper.find_min_ir_version_for(ops), 4)
     return b.built
+
+
+# -- a CNN then an MLP, for the fusion rules ----------------------------------------
+
+def _value_info(name, shape):
+    return helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)
+
+
+def _half_filled(name, shape):
+    return numpy_helper.from_array(np.full(shape, 0.5, np.float32), name)
+
+
+def cnn_mlp_onnx():
+    """Conv-BN-Relu, a residual Conv-BN-Add-Relu, then Reshape-MatMul-Add-Gelu."""
+    C, HW = 4, 8
+    nodes = [
+        helper.make_node("Conv", ["X", "W1", "B1"], ["c1"], pads=[1, 1, 1, 1]),
+        helper.make_node("BatchNormalization", ["c1", "s1", "b1", "m1", "v1"], ["n1"]),
+        helper.make_node("Relu", ["n1"], ["r1"]),
+        helper.make_node("Conv", ["r1", "W2"], ["c2"], pads=[1, 1, 1, 1]),
+        helper.make_node("BatchNormalization", ["c2", "s2", "b2", "m2", "v2"], ["n2"]),
+        helper.make_node("Add", ["n2", "r1"], ["a2"]),
+        helper.make_node("Relu", ["a2"], ["r2"]),
+        helper.make_node("Reshape", ["r2", "shape"], ["f"]),
+        helper.make_node("MatMul", ["f", "Wd"], ["h"]),
+        helper.make_node("Add", ["h", "Bd"], ["h2"]),
+        helper.make_node("Gelu", ["h2"], ["Y"]),
+    ]
+    inits = [_half_filled("W1", (C, 3, 3, 3)), _half_filled("B1", (C,)), _half_filled("W2", (C, C, 3, 3)),
+             _half_filled("Wd", (C * HW * HW, 10)), _half_filled("Bd", (10,)),
+             numpy_helper.from_array(np.array([1, -1], np.int64), "shape")]
+    for i in (1, 2):
+        inits += [_half_filled(f"{k}{i}", (C,)) for k in "sbmv"]
+    graph = helper.make_graph(nodes, "cnn_mlp", [_value_info("X", [1, 3, HW, HW])],
+                              [_value_info("Y", None)], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)])

@@ -6,16 +6,15 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
+from repo_paths import ROOT
 
 import jaxplace as jp
 from jaxplace.bench import cpp_peer
 from jaxplace.objectives.throughput.reference import decode_reference, evaluate_reference
 
-ROOT = Path(__file__).resolve().parents[1]
 #: Both sides are float64 over the same float32 priorities, so the orders are equal;
 #: only the summation order of the segment costs differs.
 RTOL = 1e-9

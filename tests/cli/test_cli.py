@@ -5,10 +5,10 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 from conftest import NEURIPS, NEURIPS_SKIP
+from repo_paths import ROOT
 
 from jaxplace.cli.main import main
 
@@ -372,7 +372,7 @@ def test_data_location_is_configurable():
 
     assert "JAXPLACE_DATA" in NEURIPS_SKIP and "msr-fiddle/dnn-partitioning" in NEURIPS_SKIP
     if not os.environ.get("JAXPLACE_DATA"):
-        assert NEURIPS == Path(__file__).resolve().parents[2] / "shared" / "data" / \
+        assert NEURIPS == ROOT.parent / "shared" / "data" / \
             "dnn-partitioning"
 
 
@@ -393,7 +393,7 @@ def test_partition_of_many_graphs_is_the_batched_run(tmp_path):
 
 # --- one partition flow (issue 50) -------------------------------------------------------
 
-CLI = Path(__file__).resolve().parents[1] / "jaxplace" / "cli"
+CLI = ROOT / "jaxplace" / "cli"
 
 
 def test_cli_asks_the_objective_never_its_name():
@@ -509,7 +509,7 @@ def test_certify_on_a_cluster_uses_the_objectives_bounds(tmp_path, capsys):
 def test_a_registered_objective_runs_through_partition_and_certify(tmp_path, capsys):
     """A fourth objective (the toy of test_objectives) is one --objective choice more:
     partition, --certify and certify run it with no change in cli/."""
-    from test_objectives import ComputeOnly
+    from toy_objective import ComputeOnly
 
     from jaxplace.objectives import register, unregister
 

@@ -10,7 +10,7 @@ import pytest
 from jaxplace.cli.main import build_parser, main
 
 onnx = pytest.importorskip("onnx")
-from test_fusion import cnn_mlp_onnx  # noqa: E402  (11 ops: conv/bn/relu, matmul/add/gelu)
+from onnx_models import cnn_mlp_onnx  # noqa: E402  (11 ops: conv/bn/relu, matmul/add/gelu)
 
 N_ORIGINAL = 11
 

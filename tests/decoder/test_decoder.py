@@ -17,6 +17,7 @@ from brute import brute_force_slice
 from compiles import count_compiles
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from random_problems import assert_costs, random_problem
 
 import jaxplace as jp
 from jaxplace.decoder import (
@@ -36,34 +37,6 @@ IMPLS = ("simple", "lanes")
 SMALL = Spec(N=16, T=32, D=16, S=16, K=16, use_param=True)
 
 
-def random_problem(rng: np.random.Generator, n: int, *, p: float = 0.3,
-                   k: int | None = None, multi: bool = False, params: bool = False,
-                   memory: bool = False, capacity: bool = False) -> jp.Problem:
-    perm = rng.permutation(n)
-    edges = [(int(perm[i]), int(perm[j])) for i in range(n) for j in range(i + 1, n)
-             if rng.random() < p]
-    work = rng.uniform(0.1, 10.0, n)
-    size_param = rng.uniform(0.0, 5.0, n) if params else None
-    tensors = None
-    size_out = rng.uniform(0.1, 5.0, n)
-    if multi:
-        succ = {u: [] for u in range(n)}
-        for u, v in edges:
-            succ[u].append(v)
-        tensors = []
-        for u in range(n):
-            for _ in range(int(rng.integers(0, 3))):
-                cons = [v for v in succ[u] if rng.random() < 0.6]
-                tensors.append((u, float(rng.uniform(0.1, 5.0)), cons))
-        size_out = None
-    g = jp.CompGraph(work, edges, size_param, size_out, tensors=tensors)
-    total = float(g.size_param.sum())
-    return jp.Problem(g, k if k is not None else int(rng.integers(1, n + 3)),
-                      bandwidth=float(rng.uniform(0.5, 2.0)),
-                      memory=total / 3 if memory else None,
-                      capacity=total / 2 if capacity else None)
-
-
 @partial(jax.jit, static_argnames=("spec", "impl"))
 def _score_fixed(spec, g, X, impl):
     return score(spec, g, X, impl=impl)
@@ -75,13 +48,6 @@ def fixed_scores(problem, X, impl, dtype=jnp.float32):
     Xp = np.zeros((X.shape[0], SMALL.N), dtype=np.dtype(dtype))
     Xp[:, :problem.n] = X
     return np.asarray(_score_fixed(SMALL, g, Xp, impl), dtype=np.float64)
-
-
-def assert_costs(got, want, rtol):
-    got, want = np.asarray(got), np.asarray(want)
-    assert np.array_equal(np.isinf(got), np.isinf(want)), (got, want)
-    fin = np.isfinite(want)
-    np.testing.assert_allclose(got[fin], want[fin], rtol=rtol, atol=0)
 
 
 problems = st.builds(

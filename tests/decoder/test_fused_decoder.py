@@ -19,45 +19,14 @@ import pytest
 from brute import brute_force_slice
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from random_problems import assert_costs, cpu_block_problem, random_problem
 from strategies import tiny_problems
-from test_decoder import assert_costs, random_problem
 
 import jaxplace as jp
 from jaxplace.decoder import FLOAT32_RTOL, Evaluator, device_graph, evaluate, score
 from jaxplace.decoder.fused import fused_spec, is_fused_spec, score_prio
 from jaxplace.decoder.layout import Spec
 from jaxplace.errors import JaxplaceError
-
-
-def cpu_block_problem(rng: np.random.Generator, n: int, *, training: bool, cpus: int,
-                      colors: int, k: int, unsupported: float = 0.1, multi: bool = False,
-                      memory: bool = False, capacity: bool = False) -> jp.Problem:
-    """Colocation classes, backward nodes (their edges may point back in the forward
-    order), unsupported nodes, CPU latencies (used when cpus > 0)."""
-    perm = rng.permutation(n)
-    edges = [(int(perm[i]), int(perm[j])) for i in range(n) for j in range(i + 1, n)
-             if rng.random() < 0.2]
-    attrs = {
-        "cpu_latency": rng.uniform(0.5, 30.0, n),
-        # with no CPU block every op must fit an accelerator (else the problem is refused)
-        "supported_on_accel": (rng.random(n) >= unsupported) | (cpus == 0),
-        "color_class": (np.where(rng.random(n) < 0.3, rng.integers(0, max(colors, 1), n),
-                                 -1) if colors else np.full(n, -1)),
-        "is_backward": rng.random(n) < 0.4 if training else np.zeros(n, dtype=bool),
-    }
-    tensors, size_out = None, rng.uniform(0.1, 5.0, n)
-    if multi:
-        tensors = [(u, float(rng.uniform(0.1, 5.0)),
-                    [v for a, v in edges if a == u and rng.random() < 0.6])
-                   for u in range(n) for _ in range(int(rng.integers(0, 3)))]
-        size_out = None
-    g = jp.CompGraph(rng.uniform(0.1, 10.0, n), edges, rng.uniform(0.0, 5.0, n), size_out,
-                     tensors=tensors, node_attrs=attrs)
-    total = float(g.size_param.sum())
-    return jp.Problem(g, k, bandwidth=float(rng.uniform(0.5, 2.0)), cpus=cpus,
-                      memory=total / 3 if memory else None,
-                      capacity=total / 2 if capacity else None)
-
 
 #: Plain graphs of up to 16 nodes (powers of two: the GPU kernel's shapes).
 PLAIN = Spec(N=16, T=31, D=16, S=16, K=16, use_param=True)

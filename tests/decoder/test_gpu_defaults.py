@@ -10,8 +10,8 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+from random_problems import random_problem
 from strategies import small_graph
-from test_decoder import random_problem
 
 import jaxplace as jp
 from jaxplace.decoder import FLOAT32_RTOL, evaluate

@@ -20,9 +20,9 @@ import pytest
 from brute import brute_force_slice
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from random_problems import assert_costs, cpu_block_problem, random_problem
 from strategies import tiny_problems
-from test_decoder import assert_costs, random_problem
-from test_fused_decoder import PLAIN, UNITS, _cases, cpu_block_problem
+from test_fused_decoder import PLAIN, UNITS, _cases
 
 import jaxplace as jp
 from jaxplace.decoder import FLOAT32_RTOL, Evaluator, device_graph, evaluate

@@ -21,44 +21,10 @@ from jaxplace.importers.fusion import (
 )
 
 onnx = pytest.importorskip("onnx")
-from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+from onnx_models import cnn_mlp_onnx  # noqa: E402
 
 # float64 sums of the same terms in another order
 RTOL = 1e-12
-
-
-def _vi(name, shape):
-    return helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)
-
-
-def _init(name, shape):
-    return numpy_helper.from_array(np.full(shape, 0.5, np.float32), name)
-
-
-def cnn_mlp_onnx():
-    """Conv-BN-Relu, a residual Conv-BN-Add-Relu, then Reshape-MatMul-Add-Gelu."""
-    C, HW = 4, 8
-    nodes = [
-        helper.make_node("Conv", ["X", "W1", "B1"], ["c1"], pads=[1, 1, 1, 1]),
-        helper.make_node("BatchNormalization", ["c1", "s1", "b1", "m1", "v1"], ["n1"]),
-        helper.make_node("Relu", ["n1"], ["r1"]),
-        helper.make_node("Conv", ["r1", "W2"], ["c2"], pads=[1, 1, 1, 1]),
-        helper.make_node("BatchNormalization", ["c2", "s2", "b2", "m2", "v2"], ["n2"]),
-        helper.make_node("Add", ["n2", "r1"], ["a2"]),
-        helper.make_node("Relu", ["a2"], ["r2"]),
-        helper.make_node("Reshape", ["r2", "shape"], ["f"]),
-        helper.make_node("MatMul", ["f", "Wd"], ["h"]),
-        helper.make_node("Add", ["h", "Bd"], ["h2"]),
-        helper.make_node("Gelu", ["h2"], ["Y"]),
-    ]
-    inits = [_init("W1", (C, 3, 3, 3)), _init("B1", (C,)), _init("W2", (C, C, 3, 3)),
-             _init("Wd", (C * HW * HW, 10)), _init("Bd", (10,)),
-             numpy_helper.from_array(np.array([1, -1], np.int64), "shape")]
-    for i in (1, 2):
-        inits += [_init(f"{k}{i}", (C,)) for k in "sbmv"]
-    graph = helper.make_graph(nodes, "cnn_mlp", [_vi("X", [1, 3, HW, HW])],
-                              [_vi("Y", None)], inits)
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)])
 
 
 @pytest.fixture(scope="module")

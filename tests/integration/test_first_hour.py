@@ -13,15 +13,13 @@ import sys
 import time
 import tomllib
 import types
-from pathlib import Path
 
 import pytest
+from repo_paths import ROOT
 
 import jaxplace as jp
 from jaxplace.cli.main import interrupted_message, main
 from jaxplace.cli.method_names import BUILTIN, check_method, evosax_names
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture

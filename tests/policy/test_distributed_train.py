@@ -18,11 +18,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from repo_paths import ROOT
 
 from jaxplace.errors import JaxplaceError
 from jaxplace.policy import distributed as D
 
-ROOT = Path(__file__).resolve().parents[1]
 RECIPE = ROOT / "training" / "policy_distributed_cpu.json"
 # A hung collective (a peer that died) must fail the test, never hang CI: one run of
 # the tiny recipe takes 10-25 s on 2 busy cores, mostly compiling.

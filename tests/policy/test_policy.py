@@ -13,6 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from flax import nnx, serialization
+from repo_paths import DATA, ROOT
 
 import jaxplace as jp
 from jaxplace.errors import JaxplaceError
@@ -821,9 +822,6 @@ def test_bad_ppo_epochs_name_the_field(tmp_path, value, capsys):
     assert "recipe.json" in err and "ppo_epochs" in err, err
 
 
-ROOT = Path(__file__).resolve().parents[1]
-
-
 def test_every_recipe_loads_and_its_init_policy_exists():
     # a recipe is documentation users run: an option renamed in TrainConfig, a broken
     # `extends`, or an `init` naming a policy folder that is gone would only show
@@ -880,7 +878,7 @@ def test_every_recipe_resolves_as_before_the_base_and_overrides():
     # when its weights are byte for byte the same
     import hashlib
 
-    before = json.loads((ROOT / "tests" / "data" / "recipes_before_issue46.json").read_text())
+    before = json.loads((DATA / "recipes_before_issue46.json").read_text())
     assert len(before) == 27
     for path, entry in before.items():
         now = json.loads(json.dumps(load_config(ROOT / path).to_json()))

@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from repo_paths import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 LINKED = ("jaxplace", "training", "experiments", "policies", "notebooks")
 MARK = re.compile(r"^<!--\s*docs-test:\s*(skip|heavy)\s*\((.+)\)\s*-->\s*$")

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import ast
 import re
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from repo_paths import ROOT
+
 LAB = ROOT / "experiments"
 PKG = ROOT / "jaxplace"
 

@@ -23,8 +23,9 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
+from repo_paths import ROOT
 
-PKG = Path(__file__).resolve().parents[1] / "jaxplace"
+PKG = ROOT / "jaxplace"
 
 #: lowest first. An entry names a subpackage or top-level module (`search`) or, where a
 #: package holds two layers, a module in it (`objectives.throughput`); a module belongs to

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parents[1] / "jaxplace"
+from repo_paths import ROOT
+
+PACKAGE = ROOT / "jaxplace"
 #: What an installed user does not have: the lab folders and the shared workspace.
 FORBIDDEN = re.compile(r"\bnotes/|\bexperiments/|\.\./shared")
 

@@ -8,11 +8,10 @@ sizes here with JAXPLACE_NOTEBOOK_SIZE=full.
 
 import glob
 import os
-from pathlib import Path
 
 import pytest
+from repo_paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted(glob.glob(str(ROOT / "notebooks" / "*.ipynb")))
 
 

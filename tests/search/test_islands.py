@@ -7,7 +7,7 @@ import textwrap
 import numpy as np
 import pytest
 from host_devices import run_on_host_devices
-from test_decoder import random_problem
+from random_problems import random_problem
 
 import jaxplace as jp
 from jaxplace.decoder import FLOAT32_RTOL
@@ -51,8 +51,8 @@ def test_bad_settings():
 
 
 SCRIPT = textwrap.dedent("""
-    import sys
-    sys.path.insert(0, TESTS)
+    import os, sys
+    sys.path[:0] = [TESTS, os.path.join(TESTS, "search")]
     import jax, numpy as np
     from test_islands import SETTINGS, _problems
     from jaxplace.search.islands import island_search

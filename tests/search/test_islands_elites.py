@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_decoder import random_problem
+from random_problems import random_problem
 
 import jaxplace as jp
 from jaxplace.decoder import FLOAT32_RTOL

@@ -15,13 +15,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from repo_paths import DATA as TESTS_DATA
 
 import jaxplace as jp
 from jaxplace.cli.main import main
 from jaxplace.view import html, load_view, plan_view, save_html
 from jaxplace.view.model import topo_depth
 
-DATA = Path(__file__).parent / "data" / "view"
+DATA = TESTS_DATA / "view"
 #: results written by `jaxplace partition` on DATA/tr.json (a 4-layer transformer):
 #: -k 4 --certify; --cluster moirai_inter --certify (unequal devices, tr8.json); and
 #: --cluster moirai_inter --objective latency --certify

@@ -14,8 +14,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from test_decoder import random_problem
-from test_fused_decoder import cpu_block_problem
+from random_problems import cpu_block_problem, random_problem
+from repo_paths import ROOT
 
 import jaxplace as jp
 from jaxplace.decoder import FLOAT32_RTOL, device_graph
@@ -108,7 +108,7 @@ _DEVICES = """
 import json, sys
 import numpy as np
 sys.path.insert(0, "tests")
-from test_decoder import random_problem
+from random_problems import random_problem
 import jax
 from jaxplace.search.islands import device_mesh
 from jaxplace.search.many.device_refine import refine
@@ -130,7 +130,7 @@ def test_same_on_one_and_four_host_devices():
                    XLA_FLAGS=f"--xla_force_host_platform_device_count={count}")
         r = subprocess.run([sys.executable, "-c", _DEVICES], env=env, capture_output=True,
                            text=True, timeout=900,
-                           cwd=os.path.dirname(os.path.dirname(__file__)))
+                           cwd=ROOT)
         assert r.returncode == 0, r.stderr
         out.append(json.loads(r.stdout.strip().splitlines()[-1]))
     assert out[0]["devices"] == 1 and out[1]["devices"] == 4

@@ -171,8 +171,8 @@ def test_mode_choice_and_bad_input():
 
 
 SCRIPT = textwrap.dedent("""
-    import sys
-    sys.path.insert(0, TESTS)
+    import os, sys
+    sys.path[:0] = [TESTS, os.path.join(TESTS, "search", "many")]
     import jax, numpy as np
     from test_islands_mode import problems, run
     assert len(jax.devices()) == 4
