@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from jaxplace.errors import JaxplaceError
-from jaxplace.units import unique_pairs
+from jaxplace.units import build_units, unique_pairs
 
 # Node attributes with a meaning in jaxplace; anything else on a networkx node is kept
 # in `node_attrs` only when it is numeric and present on every node.
@@ -275,8 +275,6 @@ class CompGraph:
     def units(self):
         """Placement units (`jaxplace.units.Units`): colocation classes contracted and
         training graphs ordered by their forward part; one unit per node otherwise."""
-        from jaxplace.units import build_units
-
         return build_units(self)
 
     @property

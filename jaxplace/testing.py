@@ -61,7 +61,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from jaxplace.cluster import cluster_from_dict
 from jaxplace.errors import JaxplaceError
+from jaxplace.generators.training import training_graph
 from jaxplace.graph import CompGraph
 from jaxplace.objectives.registry import objective_of
 from jaxplace.problem import Problem
@@ -147,8 +149,6 @@ def tiny_graph(seed: int, n: int, *, colocation: bool | str = False, cpu: bool =
     max(2, n // 2) ops: backward ops colocated with their forward ones).
     """
     if training:
-        from jaxplace.generators.training import training_graph
-
         return training_graph(tiny_graph(seed, max(2, n // 2), zero=zero, mixed=mixed),
                               seed)
     rng = np.random.default_rng(seed)
@@ -193,8 +193,6 @@ def tiny_graph(seed: int, n: int, *, colocation: bool | str = False, cpu: bool =
 def candidates(objective, *, quick: bool = True, seed: int = 0):
     """(name, problem or the JaxplaceError refusing it) for every tiny instance that
     `objective` serves or refuses (instances it leaves to another objective skipped)."""
-    from jaxplace.cluster import cluster_from_dict
-
     n = 5 if quick else 6
     clusters = {"": None, "uniform": cluster_from_dict(UNIFORM),
                 "near-uniform": cluster_from_dict(NEAR_UNIFORM),
@@ -733,8 +731,6 @@ def _better_plan(rep, obj, p, plan, ub: float) -> str | None:
 def _check_near_uniform(rep, obj, inst, p, seed) -> None:
     """The same plans on the uniform cluster and on one with 1e-6 more bytes on a
     device: the same costs (or the same refusals)."""
-    from jaxplace.cluster import cluster_from_dict
-
     entry = "near-uniform"
     try:
         q = Problem(p.graph, k=p.k, cluster=cluster_from_dict(NEAR_UNIFORM),
