@@ -26,6 +26,7 @@ import numpy as np
 from jaxplace.cluster.model import Cluster, Device
 from jaxplace.errors import JaxplaceError
 from jaxplace.importers.devices import DeviceProfile, get_device
+from jaxplace.jsonio import read_json
 
 EXAMPLES_DIR = Path(__file__).with_name("examples")
 _OVERRIDES = ("peak_tflops", "mem_bw_gbs", "link_bw_gbs", "launch_us")
@@ -146,8 +147,6 @@ def cluster_from_dict(data: Any, source: str = "cluster") -> Cluster:
 
 def load_cluster(path: str | os.PathLike) -> Cluster:
     """Read a cluster file, or a shipped example by name (`example_names()`)."""
-    from jaxplace.jsonio import read_json
-
     source = str(path)
     if not Path(source).exists() and (EXAMPLES_DIR / f"{source}.json").exists():
         source = str(EXAMPLES_DIR / f"{source}.json")

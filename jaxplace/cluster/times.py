@@ -36,6 +36,7 @@ import numpy as np
 from jaxplace.cluster.model import Cluster
 from jaxplace.errors import JaxplaceError
 from jaxplace.graph import CompGraph
+from jaxplace.importers.roofline import classify
 from jaxplace.objectives.latency.instance import LatencyInstance
 
 US = 1e-6
@@ -67,8 +68,6 @@ def tensor_bytes(graph: CompGraph) -> np.ndarray:
 
 
 def is_matrix(op_type: str | None) -> bool:
-    from jaxplace.importers.roofline import classify
-
     if not op_type:
         return False
     return classify(op_type) == "matrix" or op_type.split("+")[0].lower() in MATRIX_NAMES
@@ -76,8 +75,6 @@ def is_matrix(op_type: str | None) -> bool:
 
 def op_times(graph: CompGraph, cluster: Cluster) -> np.ndarray:
     """(n, d) float64 seconds of every op on every device (module docstring)."""
-    from jaxplace.importers.roofline import classify
-
     n, d = graph.num_nodes, cluster.num_devices
     attrs = graph.node_attrs
     if "flops" in attrs and "bytes_moved" in attrs:
