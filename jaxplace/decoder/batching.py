@@ -22,6 +22,7 @@ import numpy as np
 
 from jaxplace.decoder import lanes
 from jaxplace.decoder.layout import Spec, bucket
+from jaxplace.errors import JaxplaceError
 
 #: Default device-memory budget for one chunk of the population, in bytes.
 DEFAULT_MEMORY_BUDGET = 1 << 30
@@ -55,8 +56,6 @@ class Batching:
            memory_budget: int = DEFAULT_MEMORY_BUDGET, threads: int | None = None
            ) -> Batching:
         if threads is not None and int(threads) < 1:
-            from jaxplace.errors import JaxplaceError
-
             raise JaxplaceError(f"must be at least 1, got {threads}", field="threads")
         return Batching(chunk_size, None if devices is None else tuple(devices),
                         memory_budget, None if threads is None else int(threads))
