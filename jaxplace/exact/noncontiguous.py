@@ -45,7 +45,11 @@ import numpy as np
 
 from jaxplace.bounds.crosscheck import REFUTE_RTOL, witness_plans
 from jaxplace.errors import JaxplaceError
+from jaxplace.exact.dp import solve_ideals
 from jaxplace.exact.pieces import VirtualPieces, virtual_pieces
+from jaxplace.objectives.throughput.cost import evaluate_partition
+from jaxplace.objectives.throughput.reference import decode_reference
+from jaxplace.partition import Partition
 from jaxplace.problem import Problem
 
 #: Seconds the IP gets when no time limit is given.
@@ -403,8 +407,6 @@ def contiguous_start(problem: Problem, time_limit: float | None = None):
     """(assignment, cost, source) of a good contiguous split: the DP over ideals (its
     optimum) when it finishes within `time_limit`, else the DFS linearization sliced
     once (NumPy reference)."""
-    from jaxplace.exact.dp import solve_ideals
-    from jaxplace.objectives.throughput.reference import decode_reference
     from jaxplace.search.baselines import dfs_order, order_to_priorities
 
     part = decode_reference(problem, order_to_priorities(dfs_order(problem.graph)))
@@ -512,8 +514,6 @@ class SolveOptions:
 
 def _warm_start(problem: Problem, start, opts: SolveOptions, limit: float):
     """(assignment or None, cost, source) of the MIP start."""
-    from jaxplace.objectives.throughput.cost import evaluate_partition
-
     if start is not None:
         a = evaluate_partition(problem, start, contiguous=False)
         return a.assignment, a.bottleneck, "given"
@@ -537,8 +537,6 @@ def solve_noncontiguous(problem: Problem, start=None, options: SolveOptions | No
         cancel: a threading.Event; once set, HiGHS stops at its next callback.
         on_incumbent: called with each improving (n,) assignment HiGHS finds.
     """
-    from jaxplace.objectives.throughput.cost import evaluate_partition
-
     opts = options or SolveOptions()
     if kw:
         opts = SolveOptions(**{**opts.__dict__, **kw})
@@ -616,9 +614,6 @@ def noncontiguous_search(req):
     warm start and the phase times. Method options (`jp.search(..., key=value)`):
     `start` (a split to start from) and the fields of `SolveOptions`.
     """
-    from jaxplace.objectives.throughput.cost import evaluate_partition
-    from jaxplace.objectives.throughput.reference import decode_reference
-    from jaxplace.partition import Partition
     from jaxplace.search.baselines import order_to_priorities
     from jaxplace.search.result import History, Result
     from jaxplace.search.stop import Progress

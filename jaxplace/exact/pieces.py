@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from jaxplace.objectives.throughput.cost import check_assignment, evaluate_partition
 from jaxplace.problem import Problem
 from jaxplace.units import ordering_edges
 
@@ -165,8 +166,6 @@ def virtual_pieces(problem: Problem, assignment, *,
         assignment: (n,) block of every node (any split, contiguous or not).
         max_states: ideals kept per run by the search.
     """
-    from jaxplace.objectives.throughput.cost import check_assignment
-
     a = check_assignment(problem, assignment)
     dag = _Dag(problem, a)
     runs, minimal = _search(dag, max(1, int(max_states)))
@@ -185,8 +184,6 @@ def pipeline_cost(problem: Problem, assignment, pieces: VirtualPieces):
     in order of their first piece (unused blocks last), so that `stage_ids` numbers
     them as the pipeline runs."""
     from dataclasses import replace
-
-    from jaxplace.objectives.throughput.cost import evaluate_partition
 
     cost = evaluate_partition(problem, assignment, contiguous=False)
     seen = list(dict.fromkeys(int(d) for d in pieces.device))

@@ -55,9 +55,9 @@ import numpy as np
 from scipy.optimize import LinearConstraint, milp  # imported up front: the first call
 from scipy.sparse import coo_array  # would otherwise pay it inside a time limit
 
+from jaxplace.bounds.station import windows
 from jaxplace.exact.bbr.instance import ATOL, RTOL, Model
 from jaxplace.exact.bbr.split import SplitData, cut_counts, split_data
-
 
 #: Pairs of one group's atoms looked at for conflicts: at most this many atoms per
 #: group (any subset's clique is still a clique).
@@ -308,8 +308,6 @@ def atom_windows(cd: CrossData, T: float, A: int | None = None):
     its nodes' earliest, the earliest of their latest), or None without windows."""
     if cd.station is None or not math.isfinite(T):
         return None
-    from jaxplace.bounds.station import windows
-
     lo_n, hi_n = windows(cd.station, T)
     A = int(cd.atom_of.max()) + 1 if A is None else A
     lo = np.full(A, -1, dtype=np.int64)
