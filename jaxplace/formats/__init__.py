@@ -16,7 +16,10 @@ from jaxplace.formats.neurips import is_neurips, read_neurips
 from jaxplace.formats.nodelink import is_nodelink, nodelink_data, read_nodelink
 from jaxplace.formats.results import load_assignment, result_dict, save_result
 from jaxplace.graph import CompGraph
+from jaxplace.importers import load_model_file
 from jaxplace.jsonio import read_json, write_json
+from jaxplace.llm.config import is_hf_config
+from jaxplace.llm.graph import graph_from_config
 from jaxplace.problem import Problem
 
 MODEL_SUFFIXES = (".onnx",)
@@ -28,19 +31,13 @@ def load_graph(path: str | os.PathLike, **import_options) -> CompGraph:
     if Path(source).suffix.lower() in MODEL_SUFFIXES:
         if not Path(source).exists():
             raise JaxplaceError("no such file", source=source)
-        from jaxplace.importers import load_model_file
-
         return load_model_file(source, **import_options)
     data = read_json(source)
     if is_neurips(data):
         return read_neurips(data, source)
     if is_nodelink(data):
         return read_nodelink(data, source)
-    from jaxplace.llm.config import is_hf_config  # light: no JAX
-
     if is_hf_config(data):  # a Hugging Face-style decoder config.json
-        from jaxplace.llm.graph import graph_from_config
-
         return graph_from_config(data, source, **import_options)
     raise JaxplaceError("unrecognized format: expected networkx node-link JSON (nodes, "
                         "edges) or NeurIPS 2020 JSON (maxFPGAs, nodes, edges)", source=source)

@@ -16,6 +16,7 @@ import numpy as np
 
 from jaxplace.errors import JaxplaceError
 from jaxplace.graph import CompGraph
+from jaxplace.objectives.throughput.cost import evaluate_partition
 
 _GRAPH_FIELDS = ("maxSizePerFPGA", "maxFPGAs", "maxCPUs")
 
@@ -107,8 +108,6 @@ def neurips_result(problem, assignment) -> dict:
     {"maxLoad": x, "fpgas": [{"load", "nodes"}...], "cpus": [{"load", "nodes"}...]}
     with one entry per device (k accelerators, problem.cpus CPUs), node ids as in the
     input file."""
-    from jaxplace.objectives.throughput.cost import evaluate_partition
-
     cost = evaluate_partition(problem, assignment)
     ids = problem.graph.node_ids
     acc = [b for b in cost.block_order if b < problem.k]

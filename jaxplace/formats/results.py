@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from jaxplace.errors import JaxplaceError
+from jaxplace.exact.pieces import pipeline_cost
 from jaxplace.importers.provenance import (  # noqa: F401 (model_provenance: export reads it here)
     model_provenance,
     original_groups,
@@ -40,8 +41,6 @@ def result_dict(problem: Problem, partition, *, method: str | None = None,
     if schedule is None:
         cost = evaluate_partition(problem, assignment)
     else:
-        from jaxplace.exact.pieces import pipeline_cost
-
         cost = pipeline_cost(problem, assignment, schedule)
     used = [int(b) for b in cost.block_order if np.any(cost.assignment == b)]
     # Pipeline order within each device type: accelerators 0.., CPUs from k on.
