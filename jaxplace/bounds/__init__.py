@@ -19,6 +19,7 @@ _LAZY = {
     "DEFAULT_METHODS": "jaxplace.bounds.registry",
     "METHODS": "jaxplace.bounds.registry",
     "MIP_METHODS": "jaxplace.bounds.registry",
+    "choose_methods": "jaxplace.bounds.registry",
     "BoundContext": "jaxplace.bounds.base",
     "BoundMethod": "jaxplace.bounds.base",
     "MethodResult": "jaxplace.bounds.base",

@@ -13,9 +13,9 @@ from jaxplace.exact.atoms import Atoms, build_atoms
 from jaxplace.exact.bound import IdealsBound
 from jaxplace.exact.dp import IdealsResult, count_problem_ideals, solve_ideals
 from jaxplace.exact.lattice import DEFAULT_MAX_IDEALS, count_ideals, enumerate_ideals
+from jaxplace.exact.noncontiguous import placement_units, solve_noncontiguous
 from jaxplace.exact.orphans import OrphanSplit, split_orphans
 
 __all__ = ["DEFAULT_MAX_IDEALS", "Atoms", "IdealsBound", "IdealsResult", "OrphanSplit",
            "build_atoms", "count_ideals", "count_problem_ideals", "enumerate_ideals",
-           "solve_ideals",
-           "split_orphans"]
+           "placement_units", "solve_ideals", "solve_noncontiguous", "split_orphans"]

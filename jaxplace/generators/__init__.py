@@ -16,6 +16,9 @@ from typing import Any
 
 from jaxplace.errors import JaxplaceError
 from jaxplace.generators.dnn import inception, resnet, transformer, unet
+from jaxplace.generators.latency_models import MODELS as LATENCY_MODELS
+from jaxplace.generators.latency_models import gpt_like, swin_like
+from jaxplace.generators.latency_small import small_problems
 from jaxplace.generators.regal import MODELS, derive_seed, regal, regal_set, regal_suite
 from jaxplace.generators.training import training_graph
 from jaxplace.graph import CompGraph
@@ -72,16 +75,20 @@ def example(family: str = "transformer", seed: int = 0) -> CompGraph:
 __all__ = [
     "EXAMPLES",
     "GENERATORS",
+    "LATENCY_MODELS",
     "MODELS",
     "derive_seed",
     "example",
     "generate",
     "generator_options",
+    "gpt_like",
     "inception",
     "regal",
     "regal_set",
     "regal_suite",
     "resnet",
+    "small_problems",
+    "swin_like",
     "training_graph",
     "transformer",
     "unet",

@@ -12,6 +12,7 @@ and `distribution` for the distribution;
     X = sample_priorities(dist, jax.random.key(0), 100)  # (100, n), pure JAX
 """
 
+from jaxplace.policy.data import DataConfig, problem_set
 from jaxplace.policy.distribution import greedy_priorities, sample_priorities
 from jaxplace.policy.features import dfs_ranks
 from jaxplace.policy.inference import (
@@ -27,17 +28,20 @@ from jaxplace.policy.routing import (
     DEFAULT_POLICY,
     ORPHAN_POLICY,
     SHIPPED_POLICIES,
+    anchor_value,
     default_policy_name,
 )
 
 __all__ = [
     "COLOCATION_POLICY",
+    "DataConfig",
     "DEFAULT_POLICY",
     "ModelConfig",
     "ORPHAN_POLICY",
     "Policy",
     "PolicyModel",
     "SHIPPED_POLICIES",
+    "anchor_value",
     "default_policy_name",
     "default_policy_path",
     "dfs_ranks",
@@ -45,5 +49,6 @@ __all__ = [
     "load_policy",
     "node_distribution",
     "policy_from_model",
+    "problem_set",
     "sample_priorities",
 ]

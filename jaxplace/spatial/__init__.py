@@ -19,11 +19,11 @@ from jaxplace.spatial.cost import simulate
 from jaxplace.spatial.layers import Layer
 from jaxplace.spatial.load import layers_from_jax, layers_from_onnx
 from jaxplace.spatial.models import MODELS, NetBuilder, build_model
-from jaxplace.spatial.optimize import SpatialProblem
+from jaxplace.spatial.optimize import ALL_AXES, SpatialProblem
 from jaxplace.spatial.pipeline import best_pipeline
 from jaxplace.spatial.plan import Placement, Plan, initial_transfers, optimized_transfers
 
-__all__ = ["MODELS", "Layer", "NetBuilder", "Placement", "Plan", "SpatialProblem",
+__all__ = ["ALL_AXES", "MODELS", "Layer", "NetBuilder", "Placement", "Plan", "SpatialProblem",
            "SpatialResult", "best_pipeline", "build_model", "initial_transfers",
            "layers_from_jax", "layers_from_onnx", "optimized_transfers", "plan_spatial",
            "simulate", "to_json"]

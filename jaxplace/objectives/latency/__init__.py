@@ -23,6 +23,10 @@ from jaxplace.objectives.latency.instance import (
 _LAZY = {
     "instance_from": "jaxplace.cluster.times",
     "list_schedule": "jaxplace.objectives.latency.reference",
+    "lower_bound": "jaxplace.objectives.latency.reference",
+    "BASELINES": "jaxplace.objectives.latency.baselines",
+    "latency_graph": "jaxplace.objectives.latency.decoder",
+    "score_jit": "jaxplace.objectives.latency.decoder",
     "fastest_single_device": "jaxplace.objectives.latency.baselines",
     "eft_greedy": "jaxplace.objectives.latency.baselines",
     "best_pipeline": "jaxplace.objectives.latency.baselines",

@@ -11,6 +11,8 @@ over the directed links, memory), `reference` the float64 oracle (DP, decode,
 force for tests. A `Problem(graph, cluster=unequal, objective="throughput")` uses it.
 """
 
+import importlib
+
 from jaxplace.objectives.throughput_unequal.reference import (
     StageCosts,
     decode,
@@ -18,4 +20,24 @@ from jaxplace.objectives.throughput_unequal.reference import (
     slice_on_devices,
 )
 
-__all__ = ["StageCosts", "decode", "evaluate_stages", "slice_on_devices"]
+#: name -> module that defines it, imported on first access (the decoder and the search
+#: load JAX)
+_LAZY = {
+    "uniform_split": "jaxplace.objectives.throughput_unequal.baselines",
+    "lower_bound": "jaxplace.objectives.throughput_unequal.bound",
+    "speed_keys": "jaxplace.objectives.throughput_unequal.search",
+    "hetero_graph": "jaxplace.objectives.throughput_unequal.decoder",
+    "score_jit": "jaxplace.objectives.throughput_unequal.decoder",
+}
+
+
+def __getattr__(name: str):
+    if name not in _LAZY:
+        raise AttributeError(
+            f"module 'jaxplace.objectives.throughput_unequal' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_LAZY[name]), name)
+    globals()[name] = value
+    return value
+
+
+__all__ = ["StageCosts", "decode", "evaluate_stages", "slice_on_devices", *_LAZY]

@@ -1,4 +1,4 @@
-"""`jaxplace bench spatial`: spatial, pipeline and hybrid plans of ResNet-50, VGG-16
+"""`python -m experiments.bench.spatial`: spatial, pipeline and hybrid plans of ResNet-50, VGG-16
 and YOLOv3-tiny layer graphs (built from their published layer shapes, no weights)
 on equal and unequal devices, next to one device.
 
@@ -77,10 +77,7 @@ def _configs(args):
 
 
 def row(model: str, size: int, kind: str, cluster, axes, hybrid: bool) -> dict:
-    from jaxplace.spatial.api import plan_spatial
-    from jaxplace.spatial.models import build_model
-    from jaxplace.spatial.optimize import ALL_AXES
-    from jaxplace.spatial.pipeline import best_pipeline
+    from jaxplace.spatial import ALL_AXES, best_pipeline, build_model, plan_spatial
 
     layers = build_model(model, size)
     res = plan_spatial(layers, cluster, axes=axes or ALL_AXES, hybrid=hybrid)
@@ -136,3 +133,11 @@ def run(args) -> int:
           "fastest device); best/one = the best of split, per-layer choice and hybrid "
           "over one device.")
     return 0
+
+
+if __name__ == "__main__":
+    import sys
+
+    from experiments.bench.command import main
+
+    sys.exit(main(sys.modules[__name__]))

@@ -1,4 +1,4 @@
-"""`jaxplace bench workloads DIR`: every NeurIPS 2020 workload in a folder, our cost
+"""`python -m experiments.bench.workloads DIR`: every NeurIPS 2020 workload in a folder, our cost
 next to the published optimum (Tarnawski et al. 2020, Table 1; docs/problem.md section 5).
 
 Each partition is then proven (unless --no-proof): `certify` with the ladder that
@@ -129,7 +129,7 @@ def add_arguments(p) -> None:
 def _prove(problem, result, time_limit: float):
     """(method, lower bound, proven, seconds) of the certificate of `result`."""
     import jaxplace as jp
-    from jaxplace.bounds.registry import choose_methods
+    from jaxplace.bounds import choose_methods
 
     t0 = time.perf_counter()
     methods, _ = choose_methods(problem)
@@ -206,3 +206,11 @@ def run(args) -> int:
     print(f"worst ratio {worst:.4f} over {len(ratios)} workloads with a published "
           f"optimum (target <= {TARGET}): {'met' if met else 'MISSED'}")
     return 0 if met else 1
+
+
+if __name__ == "__main__":
+    import sys
+
+    from experiments.bench.command import main
+
+    sys.exit(main(sys.modules[__name__]))

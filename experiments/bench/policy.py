@@ -1,4 +1,4 @@
-"""`jaxplace bench policy`: the learned policy against random search, BRKGA and the default.
+"""`python -m experiments.bench.policy`: the learned policy against random search, BRKGA and the default.
 
 On held-out generated problems (REGAL-like and DNN-like graphs, n 50-300 unless
 `--n-range` says otherwise, k in {4, 8, 16}; seed stream `BENCH_STREAM`, disjoint
@@ -52,7 +52,7 @@ def held_out_problems(count: int = 12, seed: int = 0, ks=BENCH_KS,
     `colocation_fraction` > 0 makes that share training graphs (forward plus backward
     nodes in colocation classes; a different set of graphs from the plain one), with
     `orphan_range` the share of their backward ops in classes of their own."""
-    from jaxplace.policy.data import DataConfig, problem_set
+    from jaxplace.policy import DataConfig, problem_set
 
     cfg = DataConfig(n_range=tuple(n_range), memory_fraction=0.0, capacity_fraction=0.0,
                      bandwidth_fraction=0.0, regal_fraction=regal_fraction,
@@ -207,7 +207,7 @@ def run(args) -> int:
     heuristic = {"auto": None, "on": True, "off": False}[args.heuristic_seeds]
     anchor = None
     if args.dfs_anchor != "auto":
-        from jaxplace.search.policy import anchor_value
+        from jaxplace.policy import anchor_value
 
         anchor = anchor_value(args.dfs_anchor, field="--dfs-anchor")
     orphans = (0.0, 0.0)
@@ -243,3 +243,11 @@ def run(args) -> int:
             json.dump(rows, f, indent=1)
     return 0
 
+
+
+if __name__ == "__main__":
+    import sys
+
+    from experiments.bench.command import main
+
+    sys.exit(main(sys.modules[__name__]))

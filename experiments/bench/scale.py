@@ -1,9 +1,9 @@
-"""`jaxplace bench scale`: the multilevel search on graphs of 2,000 to 20,000 ops.
+"""`python -m experiments.bench.scale`: the multilevel search on graphs of 2,000 to 20,000 ops.
 
 For every (family, n, k): a REGAL-like (`jaxplace.generators.regal`, seed fixed) or
-GPT-like (`jaxplace.generators.latency_models.gpt_like(layers, 1024, 16)`, 50 ops a layer) graph,
+GPT-like (`jaxplace.generators.gpt_like(layers, 1024, 16)`, 50 ops a layer) graph,
 searched by method "multilevel" with `--time-limit` seconds in a fresh worker process
-(`python -m jaxplace.bench.scale --worker ...`, so its peak resident memory is its
+(`python -m experiments.bench.scale --worker ...`, so its peak resident memory is its
 own), then the C++ BRKGA peer (`jaxplace.bench.cpp_peer`'s program, population 100)
 given the same wall time in the same run: it runs with line-buffered output and is
 stopped when the time is up; its cost is the best of its last finished generation
@@ -52,11 +52,11 @@ def make_problem(family: str, n: int, k: int):
     import jaxplace as jp
 
     if family == "regal":
-        from jaxplace.generators.regal import regal
+        from jaxplace.generators import generate
 
-        return jp.Problem(regal(REGAL_SEED, n=n), k=k)
+        return jp.Problem(generate("regal", seed=REGAL_SEED, n=n), k=k)
     if family == "gpt":
-        from jaxplace.generators.latency_models import gpt_like
+        from jaxplace.generators import gpt_like
 
         return jp.Problem(gpt_like(max(1, round((n - 13) / 50)), 1024, 16), k=k)
     from jaxplace.errors import JaxplaceError
@@ -97,7 +97,7 @@ def _worker(spec: str) -> None:
 
 def _run_case(case: dict) -> dict:
     env = dict(os.environ)
-    r = subprocess.run([sys.executable, "-m", "jaxplace.bench.scale", "--worker",
+    r = subprocess.run([sys.executable, "-m", "experiments.bench.scale", "--worker",
                         json.dumps(case)], capture_output=True, text=True, env=env)
     for line in r.stdout.splitlines():
         if line.startswith("RESULT "):
@@ -114,7 +114,8 @@ def run_peer(problem, seconds: float, seed: int = 0) -> dict:
     generation finished)."""
     import shutil
 
-    from jaxplace.bench.cpp_peer import build, write_graph
+    from jaxplace.bench import build_cpp_peer as build
+    from jaxplace.bench import write_cpp_graph as write_graph
 
     exe = build()
     with tempfile.TemporaryDirectory(prefix="jaxplace-scale-") as tmp:
@@ -206,6 +207,6 @@ def run(args) -> int:
 
 
 if __name__ == "__main__":
-    ap = argparse.ArgumentParser()
-    add_arguments(ap)
-    raise SystemExit(run(ap.parse_args()))
+    from experiments.bench.command import main
+
+    sys.exit(main(sys.modules[__name__]))

@@ -1,4 +1,4 @@
-"""`jaxplace bench latency`: one inference's makespan on MOIRAI's two testbeds.
+"""`python -m experiments.bench.latency`: one inference's makespan on MOIRAI's two testbeds.
 
 For GPT- and Swin-like op graphs (`jaxplace.generators.latency_models`, 1,000-2,000 ops) on the
 clusters `moirai_inter` and `moirai_intra` (MOIRAI, Zhang et al. 2023, Table III),
@@ -68,7 +68,7 @@ def _speed(base: float, ours: float) -> str:
 def sized_models(sizes) -> dict:
     """{name: builder} of GPT-like graphs (hidden 1024, 16 heads) with the layer count
     that gives about each requested number of ops."""
-    from jaxplace.generators.latency_models import gpt_like
+    from jaxplace.generators import gpt_like
 
     if not sizes:
         return {}
@@ -84,10 +84,8 @@ def sized_models(sizes) -> dict:
 def run_instances(args) -> list[list[str]]:
     import jaxplace as jp
     from jaxplace.cluster import load_cluster
-    from jaxplace.generators.latency_models import MODELS
-    from jaxplace.objectives.latency.baselines import BASELINES
-    from jaxplace.objectives.latency.instance import validate_schedule
-    from jaxplace.objectives.latency.reference import lower_bound
+    from jaxplace.generators import LATENCY_MODELS as MODELS
+    from jaxplace.objectives.latency import BASELINES, lower_bound, validate_schedule
 
     rows = []
     models = {m.strip(): MODELS[m.strip()] for m in args.models.split(",") if m.strip()}
@@ -127,21 +125,20 @@ def throughput(args) -> tuple[int, float, float, float]:
     import jax.numpy as jnp
 
     from jaxplace.cluster import load_cluster
-    from jaxplace.cluster.times import instance_from
-    from jaxplace.generators.latency_models import gpt_like
-    from jaxplace.objectives.latency import decoder as ldec
+    from jaxplace.generators import gpt_like
+    from jaxplace.objectives.latency import instance_from, latency_graph, score_jit
 
     g = gpt_like(20, 1024, 16)
     inst = instance_from(g, load_cluster("moirai_inter"))
-    spec, dg = ldec.latency_graph(inst)
+    spec, dg = latency_graph(inst)
     X = jnp.asarray(np.random.default_rng(args.seed).random((args.pop, spec.N)), jnp.float32)
     t0 = time.perf_counter()
-    ldec.score_jit(spec, dg, X).block_until_ready()
+    score_jit(spec, dg, X).block_until_ready()
     compile_s = time.perf_counter() - t0
     best, cpu = np.inf, np.inf
     for _ in range(args.repeat):
         t0, c0 = time.perf_counter(), time.process_time()
-        ldec.score_jit(spec, dg, X).block_until_ready()
+        score_jit(spec, dg, X).block_until_ready()
         best = min(best, time.perf_counter() - t0)
         cpu = min(cpu, time.process_time() - c0)
     return g.num_nodes, args.pop / best, args.pop / cpu, compile_s
@@ -155,10 +152,8 @@ def run_small(args) -> list[list[str]]:
     """Rows of search / MILP optimum on `jaxplace.generators.latency_small.small_problems`; the
     ratio is taken only where the MILP proved optimality."""
     import jaxplace as jp
-    from jaxplace.generators.latency_small import small_problems
-    from jaxplace.objectives.latency.baselines import eft_greedy
-    from jaxplace.objectives.latency.instance import validate_schedule
-    from jaxplace.objectives.latency.milp import solve_moirai
+    from jaxplace.generators import small_problems
+    from jaxplace.objectives.latency import eft_greedy, solve_moirai, validate_schedule
 
     rows, ratios = [], []
     for label, pr in small_problems(_ints(args.small_sizes), _ints(args.small_seeds)):
@@ -192,7 +187,7 @@ def run_small(args) -> list[list[str]]:
 
 
 def run(args) -> int:
-    from jaxplace.bench.runs import markdown_table as _table
+    from experiments.bench.tables import markdown_table as _table
 
     if args.small:
         head = ["instance", "ops", "EFT ms", "MILP ms", "MILP bound ms", "status",
@@ -214,3 +209,11 @@ def run(args) -> int:
           f"per call: {rate:.0f} candidates/s wall, {cpu_rate:.0f} per CPU second (best of "
           f"{args.repeat}; compile {comp:.1f} s; load average {os.getloadavg()[0]:.1f})")
     return 0
+
+
+if __name__ == "__main__":
+    import sys
+
+    from experiments.bench.command import main
+
+    sys.exit(main(sys.modules[__name__]))

@@ -1,6 +1,6 @@
 """Benchmark of the DP over ideals on the NeurIPS 2020 workloads.
 
-    python -m jaxplace.exact.bench $JAXPLACE_DATA/dnn-partitioning [--no-search] [NAME...]
+    python -m experiments.bench.dp_workloads $JAXPLACE_DATA/dnn-partitioning [--no-search] [NAME...]
 
 Per workload: the default search's cost and time (the pruning bound), then the DP's
 atoms, ideals, pieces evaluated, time and optimum, beside Table 1 of Tarnawski et al.

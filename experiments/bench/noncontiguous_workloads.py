@@ -1,6 +1,6 @@
 """Benchmark of the non-contiguous IP on the NeurIPS 2020 workloads.
 
-    python -m jaxplace.exact.noncontiguous_bench $JAXPLACE_DATA/dnn-partitioning \\
+    python -m experiments.bench.noncontiguous_workloads $JAXPLACE_DATA/dnn-partitioning \\
         [--time-limit 120] [NAME...]
 
 Per workload: the warm start (the DP over ideals' contiguous optimum, or the DFS split),
@@ -46,8 +46,8 @@ def _first(history, offset: float, test) -> str:
 def bench_one(path: Path, name: str, time_limit: float, threads: int,
               effort: float | None = None) -> str:
     import jaxplace as jp
-    from jaxplace.exact.bench import PUBLISHED
-    from jaxplace.exact.noncontiguous import solve_noncontiguous
+    from experiments.bench.dp_workloads import PUBLISHED
+    from jaxplace.exact import solve_noncontiguous
 
     problem = jp.load_problem(path)
     theirs, their_time = PUBLISHED_NONCONTIGUOUS.get(name, (math.nan, "?"))
@@ -71,7 +71,7 @@ def bench_one(path: Path, name: str, time_limit: float, threads: int,
 
 
 def _units(problem) -> int:
-    from jaxplace.exact.noncontiguous import placement_units
+    from jaxplace.exact import placement_units
 
     return placement_units(problem).num_units
 

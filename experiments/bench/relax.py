@@ -1,4 +1,4 @@
-"""`jaxplace bench relax`: the differentiable relaxation against the search baselines.
+"""`python -m experiments.bench.relax`: the differentiable relaxation against the search baselines.
 
 On held-out REGAL-like graphs (`jaxplace.generators.regal_set(count, seed)`; the
 relaxation's settings were tuned on `regal(seed=3|4, n=120)`, outside these sets) and
@@ -40,7 +40,7 @@ def add_arguments(p) -> None:
 
 def run_method(problem, name: str, seed: int):
     """One search by bench name; returns the Result."""
-    from jaxplace.bench.runs import run_method as search_method
+    from jaxplace.search import search_named as search_method
     from jaxplace.search import search
 
     if name == "relax":
@@ -89,7 +89,7 @@ def run(args) -> int:
 
 
 def _report(args, ks, methods, warm, ratios, times, grads, done: int) -> str:
-    from jaxplace.bench.runs import markdown_table as _table
+    from experiments.bench.tables import markdown_table as _table
 
     head = ["method", *[f"k={k}" for k in ks]]
     q = [[m, *[f"{np.exp(np.mean(np.log(ratios[m, k]))):.4f}" for k in ks]] for m in methods]
@@ -123,3 +123,11 @@ def _wins(a, b, rtol: float = 1e-9) -> str:
     better = int(np.sum(a < b * (1 - rtol)))
     worse = int(np.sum(b < a * (1 - rtol)))
     return f"{better}/{len(a) - better - worse}/{worse}"
+
+
+if __name__ == "__main__":
+    import sys
+
+    from experiments.bench.command import main
+
+    sys.exit(main(sys.modules[__name__]))

@@ -1,4 +1,4 @@
-"""`jaxplace bench hetero`: pipeline throughput on MOIRAI's unequal testbeds.
+"""`python -m experiments.bench.hetero`: pipeline throughput on MOIRAI's unequal testbeds.
 
 For GPT- and Swin-like op graphs (`jaxplace.generators.latency_models`, ~1,100-1,200 ops) on
 `moirai_inter` and `moirai_intra` (MOIRAI, Zhang et al. 2023, Table III), k = 4
@@ -52,12 +52,15 @@ def _x(a: float, b: float) -> str:
 
 def run_instances(args) -> list[list[str]]:
     import jaxplace as jp
-    from jaxplace.generators.latency_models import MODELS
-    from jaxplace.objectives.throughput_unequal.baselines import uniform_split
-    from jaxplace.objectives.throughput_unequal.bound import lower_bound
-    from jaxplace.objectives.throughput_unequal.reference import decode, evaluate_stages
-    from jaxplace.objectives.throughput_unequal.search import speed_keys
-    from jaxplace.search.baselines import dfs_order, order_to_priorities
+    from jaxplace.generators import LATENCY_MODELS as MODELS
+    from jaxplace.objectives.throughput_unequal import (
+        decode,
+        evaluate_stages,
+        lower_bound,
+        speed_keys,
+        uniform_split,
+    )
+    from jaxplace.orders import dfs_order, order_to_priorities
 
     rows = []
     for name in [m.strip() for m in args.models.split(",") if m.strip()]:
@@ -90,22 +93,22 @@ def throughput(args, layers: int) -> tuple[int, float, float, float]:
     import jax.numpy as jnp
 
     from jaxplace.cluster import load_cluster
-    from jaxplace.cluster.times import instance_from
-    from jaxplace.generators.latency_models import gpt_like
-    from jaxplace.objectives.throughput_unequal import decoder as hdec
+    from jaxplace.generators import gpt_like
+    from jaxplace.objectives.latency import instance_from
+    from jaxplace.objectives.throughput_unequal import hetero_graph, score_jit
 
     g = gpt_like(layers, 1024, 16)
     inst = instance_from(g, load_cluster("moirai_inter"))
-    spec, dg = hdec.hetero_graph(inst, 4)
+    spec, dg = hetero_graph(inst, 4)
     X = jnp.asarray(np.random.default_rng(args.seed).random((args.pop, spec.width)),
                     jnp.float32)
     t0 = time.perf_counter()
-    hdec.score_jit(spec, dg, X).block_until_ready()
+    score_jit(spec, dg, X).block_until_ready()
     compile_s = time.perf_counter() - t0
     best, cpu = np.inf, np.inf
     for _ in range(args.repeat):
         t0, c0 = time.perf_counter(), time.process_time()
-        hdec.score_jit(spec, dg, X).block_until_ready()
+        score_jit(spec, dg, X).block_until_ready()
         best = min(best, time.perf_counter() - t0)
         cpu = min(cpu, time.process_time() - c0)
     return g.num_nodes, args.pop / best, args.pop / cpu, compile_s
@@ -114,7 +117,7 @@ def throughput(args, layers: int) -> tuple[int, float, float, float]:
 def run(args) -> int:
     import jax
 
-    from jaxplace.bench.runs import markdown_table as _table
+    from experiments.bench.tables import markdown_table as _table
 
     head = ["model", "ops", "cluster", "k", "lower bound ms", "uniform naive ms",
             "uniform best order ms", "DFS fastest ms", "search ms", "stage devices",
@@ -131,3 +134,11 @@ def run(args) -> int:
               f"second (best of {args.repeat}; compile {comp:.1f} s; load average "
               f"{os.getloadavg()[0]:.1f})", flush=True)
     return 0
+
+
+if __name__ == "__main__":
+    import sys
+
+    from experiments.bench.command import main
+
+    sys.exit(main(sys.modules[__name__]))
