@@ -5,13 +5,13 @@ are given in. Adding a bound: write a module with a frozen dataclass that has a
 `name`, a `kind` and `run(problem, context) -> MethodResult` (see `base`), and add one
 entry below at its place in the ladder. A rung defined above `bounds` in the import
 layers (the DP over ideals and BB&R live in `jaxplace.exact`, which builds on `bounds`)
-is a `Deferred` entry: its module loads on first use, by name.
+is a `Deferred` entry (a `jaxplace.registry.Lazy` one): its module loads on first use,
+by name.
 """
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from jaxplace.bounds.base import BoundMethod
@@ -24,58 +24,37 @@ from jaxplace.bounds.simple import SimpleBound
 from jaxplace.bounds.station import MAX_NODES as STATION_MAX_NODES
 from jaxplace.bounds.station import StationBound
 from jaxplace.errors import JaxplaceError
-
-
-def load(path: str):
-    """The object at "module:attribute", importing the module."""
-    module, attr = path.split(":")
-    return getattr(importlib.import_module(module), attr)
+from jaxplace.registry import Lazy, Registry, RegistryView, load_path
 
 
 @dataclass(frozen=True)
-class Deferred:
+class Deferred(Lazy):
     """A rung whose class lives in a later import layer: `path` ("module:Class") is
     loaded and called with `name` on first use. `kind` is declared here so that listing
     the rungs by kind (`MIP_METHODS`) loads nothing; the loaded rung must agree."""
 
-    path: str
     name: str
     kind: str
 
     def load(self) -> BoundMethod:
-        method = load(self.path)(self.name)
+        method = load_path(self.path)(self.name)
         if method.kind != self.kind:
             raise TypeError(f"{self.path} is a {method.kind!r} rung, registered as "
                             f"{self.kind!r}")
         return method
 
 
-class Ladder(Mapping):
-    """name -> `BoundMethod` in ladder order, read-only; `Deferred` entries load on
-    first access (iterating the items loads them all)."""
+class Ladder(RegistryView):
+    """name -> `BoundMethod` in ladder order, read-only (a `jaxplace.registry` view);
+    `Deferred` entries load on first access (iterating the items loads them all)."""
 
     def __init__(self, methods: Iterable[BoundMethod | Deferred]):
-        self._entries = {m.name: m for m in methods}
-
-    def __getitem__(self, name: str) -> BoundMethod:
-        m = self._entries[name]
-        if isinstance(m, Deferred):
-            m = self._entries[name] = m.load()
-        return m
-
-    def __contains__(self, name) -> bool:  # a name check loads nothing (Mapping's
-        # default would load the rung: 1-4 s of scipy and BB&R imports under load)
-        return name in self._entries
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._entries)
-
-    def __len__(self) -> int:
-        return len(self._entries)
+        super().__init__(Registry("method", ((m.name, m) for m in methods),
+                                  field="methods"))
 
     def kind(self, name: str) -> str:
         """The rung's kind, without loading a deferred one."""
-        return self._entries[name].kind
+        return self.entry(name).kind
 
 
 #: name -> method, in ladder order (cheap first: the closed form, the LP relaxations,
@@ -156,7 +135,7 @@ def choose_methods(problem, mips: tuple[str, ...] = ("bottleneck", "exact"), *,
     `deadline` (a perf_counter time; given only under a user's time limit): a count of
     ideals not finished by then counts as "more than PICK_IDEALS".
     """
-    count = load("jaxplace.exact.dp:count_problem_ideals")(problem, PICK_IDEALS,
+    count = load_path("jaxplace.exact.dp:count_problem_ideals")(problem, PICK_IDEALS,
                                                             deadline=deadline)
     if count is not None:
         return ("simple", "ideals"), f"{count:,} ideals: the DP over ideals"
@@ -177,8 +156,8 @@ def _bbr_fits(problem) -> bool:
         return True
     if problem.n > BBR_NARROW_MAX_NODES:
         return False
-    atoms = load("jaxplace.exact.atoms:build_atoms")(problem)
-    return load("jaxplace.exact.lattice:widest_layer")(atoms) <= BBR_MAX_WIDTH
+    atoms = load_path("jaxplace.exact.atoms:build_atoms")(problem)
+    return load_path("jaxplace.exact.lattice:widest_layer")(atoms) <= BBR_MAX_WIDTH
 
 
 def _checks(problem) -> tuple[str, ...]:
@@ -196,10 +175,14 @@ DEFAULT_METHODS = ("simple", "bottleneck", "bottleneck-guess", "exact")
 
 
 def check_method(name: str, bounds: Mapping[str, BoundMethod] = BOUNDS) -> None:
-    """Raise JaxplaceError (field "methods") unless `name` is in `bounds`."""
-    if name not in bounds:
-        raise JaxplaceError(f"unknown method {name!r}; choose from {', '.join(bounds)}",
-                            field="methods")
+    """Raise JaxplaceError (field "methods", with the close names) unless `name` is in
+    `bounds`."""
+    if name in bounds:
+        return
+    if isinstance(bounds, RegistryView | Registry):
+        raise bounds.unknown(name)
+    raise JaxplaceError(f"unknown method {name!r}; choose from {', '.join(bounds)}",
+                        field="methods")
 
 
 def ladder(methods: str | Iterable[str],

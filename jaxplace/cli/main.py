@@ -1,6 +1,8 @@
 """Entry point of the `jaxplace` command.
 
-`COMMANDS` maps each subcommand to its module. A command module exposes `HELP` (one
+`COMMANDS` maps each subcommand to its module (a `jaxplace.registry.Registry` of lazy
+module entries: a command's module is imported when the parser is built or the command
+runs; `COMMANDS.register` adds one at run time). A command module exposes `HELP` (one
 line), optionally `DESCRIPTION`, `add_arguments(parser)` and `run(args) -> int`, and
 imports its heavy dependencies inside `run`, so that `jaxplace --help` stays instant.
 Adding a command is one module and one entry here; a module that fails to import is
@@ -14,15 +16,15 @@ found so far, see `jaxplace.cli.runner`).
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
 
 from jaxplace.cli.method_names import check_method
 from jaxplace.cli.runner import EXIT_INTERRUPTED, worker_alive
 from jaxplace.compile_cache import enable_compile_cache
 from jaxplace.errors import JaxplaceError
+from jaxplace.registry import Registry
 
-COMMANDS = {
+COMMANDS = Registry("command", {
     "info": "jaxplace.cli.cmd_info",
     "generate": "jaxplace.cli.cmd_generate",
     "partition": "jaxplace.cli.cmd_partition",
@@ -36,7 +38,7 @@ COMMANDS = {
     "spatial": "jaxplace.cli.cmd_spatial",
     "view": "jaxplace.cli.cmd_view",
     "calibrate": "jaxplace.cli.cmd_calibrate",
-}
+})
 
 EXIT_BAD_INPUT = 2
 
@@ -86,7 +88,7 @@ class _Version(argparse.Action):
 
 def command_module(name: str):
     """The module of command `name` (an ImportError in it propagates)."""
-    return importlib.import_module(COMMANDS[name])
+    return COMMANDS[name]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import importlib
 
-_LAZY = {"ExactAnswer": "base", "Objective": "base", "objective_of": "registry",
+_LAZY = {"ExactAnswer": "base", "Objective": "base", "OBJECTIVES": "registry",
+         "objective_of": "registry",
          "objectives": "registry", "problem_objectives": "registry",
          "register": "registry", "unregister": "registry"}
 
@@ -31,5 +32,5 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = ["ExactAnswer", "Objective", "objective_of", "objectives",
+__all__ = ["ExactAnswer", "OBJECTIVES", "Objective", "objective_of", "objectives",
            "problem_objectives", "register", "unregister"]

@@ -2,18 +2,18 @@
 
 A `Method` wraps `run(req: SearchRequest) -> Result` with its default budget. To add
 one, write the function (see methods.py) and add an entry here, or at run time
-`METHODS["mine"] = Method("mine", run)`.
+`METHODS["mine"] = Method("mine", run)` (`METHODS` is a `jaxplace.registry.Registry`:
+`METHODS.register("mine", Method("mine", run))` refuses to replace a method).
 """
 
 from __future__ import annotations
 
-import importlib
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from jaxplace.errors import JaxplaceError
 from jaxplace.problem import Problem
+from jaxplace.registry import Registry, load_path
 from jaxplace.search.default import default_budget, default_search
 from jaxplace.search.methods import (
     arrangement_method,
@@ -68,22 +68,20 @@ def _policy_method(name: str):
 def _lazy(target: str) -> Callable[[SearchRequest], Result]:
     """The run function "module:attribute", imported on its first call: methods that live
     in packages built on this one (relax/, exact/, multilevel/), or need HiGHS."""
-    module, attr = target.split(":")
-
     def run(req: SearchRequest) -> Result:
-        return getattr(importlib.import_module(module), attr)(req)
+        return load_path(target)(req)
 
-    run.__name__ = f"run_{attr}"
+    run.__name__ = f"run_{target.partition(':')[2]}"
     return run
 
 
 def _islands_budget(problem: Problem) -> int:
     """search_many's island mode sits above this registry: loaded by name."""
-    module = importlib.import_module("jaxplace.search.many.islands_method")
-    return int(module.default_islands_budget(problem))
+    return int(load_path("jaxplace.search.many.islands_method:default_islands_budget")(
+        problem))
 
 
-def _build() -> dict[str, Method]:
+def _build() -> Registry:
     methods = {
         "default": Method("default", default_search, default_budget,
                           "the planner: an exact method where one fits, else BRKGA "
@@ -119,21 +117,17 @@ def _build() -> dict[str, Method]:
     for name in algorithms():
         if name != "BRKGA":
             methods[name] = Method(name, evosax_method(name), description="evosax")
-    return methods
+    return Registry("method", methods, field="method", casefold=True)
 
 
-#: Every search method by name (names are matched case-insensitively).
-METHODS: dict[str, Method] = _build()
+#: Every search method by name (`get_method` matches names case-insensitively).
+METHODS: Registry = _build()
 
 
 def get_method(name: str) -> Method:
-    """The method called `name` (case-insensitive), or a JaxplaceError listing them."""
-    low = {m.lower(): m for m in METHODS}
-    key = low.get(name.strip().lower())
-    if key is None:
-        raise JaxplaceError(f"unknown method {name!r}; choose one of "
-                            f"{', '.join(METHODS)}", field="method")
-    return METHODS[key]
+    """The method called `name` (case-insensitive), or a JaxplaceError listing them
+    and the close matches."""
+    return METHODS.get(name)
 
 
 __all__ = ["DEFAULT_BUDGET", "METHODS", "Method", "get_method"]

@@ -31,7 +31,9 @@ PKG = ROOT / "jaxplace"
 #: package holds two layers, a module in it (`objectives.throughput`); a module belongs to
 #: its longest matching entry.
 LAYERS = (
-    "errors", "jsonio", "highs", "progress", "compile_cache", "code_maps",
+    "errors",
+    "registry",  # things chosen by name (objectives, methods, bounds, commands): lazy entries
+    "jsonio", "highs", "progress", "compile_cache", "code_maps",
     "cmdline",  # argparse types and the output check shared by cli and bench
     "units", "graph", "orders", "partition", "importers", "cluster",
     # the latency model (a Problem builds it) and the per-op times of a graph on each
