@@ -89,7 +89,7 @@ def load_arrays(h: highspy.Highs, a: dict, integrality: np.ndarray) -> None:
                      0.0, a["cost"], a["col_lo"], a["col_hi"], a["row_lo"], a["row_hi"],
                      a["start"], a["index"], a["value"], integrality)
     if st != highspy.HighsStatus.kOk:
-        # the builders check the coefficient range first (bounds._checks): a bug if reached
+        # the builders check the coefficient range first (bounds._numeric_range): a bug if reached
         raise RuntimeError(f"HiGHS passModel failed: {st}")
 
 

@@ -32,8 +32,8 @@ _LAZY = {
     "weighted_bottleneck": "jaxplace.bounds.cover",
     "exact_bound": "jaxplace.bounds.exact",
     "exact_model": "jaxplace.bounds.exact",
-    "guess_bound": "jaxplace.bounds.guess",
-    "guess_model": "jaxplace.bounds.guess",
+    "guess_bound": "jaxplace.bounds.bottleneck_guess",
+    "guess_model": "jaxplace.bounds.bottleneck_guess",
 }
 
 

@@ -49,7 +49,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from jaxplace.bounds._checks import check_coefficients
+from jaxplace.bounds._numeric_range import check_coefficients
 from jaxplace.highs import INF, SolveResult, solve_arrays
 from jaxplace.objectives.throughput.cost import throughput_lower_bound
 from jaxplace.problem import Problem
@@ -496,7 +496,7 @@ def build_block_model(problem: Problem, spec: BlockSpec, *, relax: bool = False,
         scale: objective unit (default: the simple bound).
 
     Raises:
-        JaxplaceError: a coefficient outside the range HiGHS loads (see `_checks`).
+        JaxplaceError: a coefficient outside the range HiGHS loads (see `_numeric_range`).
     """
     t0 = time.perf_counter()
     lay = _layout(problem, spec, _objective_scale(problem, scale))

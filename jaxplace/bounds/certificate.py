@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from jaxplace.bounds._checks import check_sums
+from jaxplace.bounds._numeric_range import check_sums
 from jaxplace.bounds.base import BoundContext, BoundMethod, MethodResult, _num
 from jaxplace.bounds.crosscheck import check_rungs
 from jaxplace.bounds.registry import (

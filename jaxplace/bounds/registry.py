@@ -16,13 +16,13 @@ from dataclasses import dataclass
 
 from jaxplace.bounds.base import BoundMethod
 from jaxplace.bounds.bottleneck import BottleneckBound
+from jaxplace.bounds.bottleneck_guess import GuessBound
 from jaxplace.bounds.cover import CoverBound
 from jaxplace.bounds.exact import ExactBound
-from jaxplace.bounds.guess import GuessBound
-from jaxplace.bounds.guess_check import GuessCheckBound
 from jaxplace.bounds.simple import SimpleBound
 from jaxplace.bounds.station import MAX_NODES as STATION_MAX_NODES
 from jaxplace.bounds.station import StationBound
+from jaxplace.bounds.station_check import GuessCheckBound
 from jaxplace.errors import JaxplaceError
 from jaxplace.registry import Lazy, Registry, RegistryView, load_path
 

@@ -1,5 +1,5 @@
-"""bottleneck-guess ends within its time limit (bounds/guess.py's deadline) and its bound
-stays valid whatever the deadline cut: skipped solves count with z's floor."""
+"""bottleneck-guess ends within its time limit (bounds/bottleneck_guess.py's deadline) and
+its bound stays valid whatever the deadline cut: skipped solves count with z's floor."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from strategies import tiny_problems
 
 import jaxplace as jp
 from jaxplace.bounds import certify, guess_bound
-from jaxplace.bounds.guess import NOT_NEEDED, NOT_RUN, _solve_in_process, guess_model
+from jaxplace.bounds.bottleneck_guess import NOT_NEEDED, NOT_RUN, _solve_in_process, guess_model
 
 # HiGHS's tolerance on scaled rows (as in test_bounds.py)
 RTOL = 1e-6

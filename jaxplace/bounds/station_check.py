@@ -1,5 +1,5 @@
 """Guess and check on the bottleneck T: a search over guesses with feasibility MIPs
-(`check`).
+(`feasibility`).
 
 Between the best bound known (the simple bound at least) and the best partition's
 cost, guess T (climbing from the bound, see `GuessCheckConfig`) and ask HiGHS whether
@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass
 
 from jaxplace.bounds.base import BoundContext, MethodResult, skipped
-from jaxplace.bounds.check import FEASIBLE, INFEASIBLE, check_guess
+from jaxplace.bounds.feasibility import FEASIBLE, INFEASIBLE, check_guess
 from jaxplace.bounds.station import station_data, station_skip, station_upper
 from jaxplace.errors import JaxplaceError
 from jaxplace.objectives.throughput.cost import evaluate_partition, throughput_lower_bound
