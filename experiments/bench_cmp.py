@@ -1,5 +1,5 @@
 """Per-problem comparison of two methods across policy bench logs (stdout of
-`python -m jaxplace.bench.policy`), pooled over pairs of logs of the same problems.
+`python -m experiments.bench.policy`), pooled over pairs of logs of the same problems.
 
     python experiments/bench_cmp.py A.log:METHOD B.log:METHOD [A2.log:METHOD B2.log:METHOD ...]
 

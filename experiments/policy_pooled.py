@@ -1,8 +1,9 @@
 """Pool the policy bench logs of the two held-out REGAL-like sets (12 problems, seed 0;
 36 problems, seed 1) and print each policy's per-problem ratio to brkga-10000 per k
-(experiments/policy.md, PPO section). The logs are the stdout of `python -m jaxplace.bench.policy`:
+(experiments/policy.md, PPO section). The logs are the stdout of
+`python -m experiments.bench.policy`:
 
-    R=runs/bench; B="python -m jaxplace.bench.policy --family regal"
+    R=runs/bench; B="python -m experiments.bench.policy --family regal"
     M=policy-greedy,policy-best100,policy+brkga-1000,policy+brkga-10000
     $B --count 12 --seed 0 --methods $M,brkga-10000 > $R/block.log  # brkga: the base
     $B --count 36 --seed 1 --methods $M,brkga-1000,brkga-10000 > $R/v1_s1.log

@@ -86,8 +86,8 @@ def _caps(problem, k: int, mixed_gb: float | None) -> np.ndarray:
 
 
 def _split(problem, assignment, caps) -> Split:
-    from jaxplace.llm import stage_memory
     from jaxplace import evaluate_partition
+    from jaxplace.llm import stage_memory
 
     cost = evaluate_partition(problem.replace(capacity=None), assignment)
     mem = stage_memory(problem.graph, assignment, caps)
@@ -131,9 +131,9 @@ def _jaxplace(problem, caps, args) -> tuple[Split | None, str, bool]:
 def _cluster_row(name: str, cluster, args) -> tuple[list[str], bool]:
     """One row on an unequal cluster: baselines in the cluster's device order, and the
     exact split over splits and device orders."""
-    from jaxplace.errors import JaxplaceError
     # the face's function (the check would read `cluster_split` as its module's name)
     from jaxplace import llm
+    from jaxplace.errors import JaxplaceError
     from jaxplace.llm import BASELINES, evaluate_split, layer_graph
 
     path = _config_path(name)

@@ -1,4 +1,5 @@
-"""`python -m experiments.bench.policy`: the learned policy against random search, BRKGA and the default.
+"""`python -m experiments.bench.policy`: the learned policy against random search, BRKGA
+and the default.
 
 On held-out generated problems (REGAL-like and DNN-like graphs, n 50-300 unless
 `--n-range` says otherwise, k in {4, 8, 16}; seed stream `BENCH_STREAM`, disjoint

@@ -40,8 +40,8 @@ def add_arguments(p) -> None:
 
 def run_method(problem, name: str, seed: int):
     """One search by bench name; returns the Result."""
-    from jaxplace.search import search_named as search_method
     from jaxplace.search import search
+    from jaxplace.search import search_named as search_method
 
     if name == "relax":
         return search(problem, "relax", seed=seed, progress=False)

@@ -73,8 +73,8 @@ def worker(a, t_start: float) -> int:
     import jax
 
     import jaxplace as jp
-    from jaxplace.compile_cache import SEARCH_PROGRAMS, count_compiles
     from jaxplace.bench.search_time import instances
+    from jaxplace.compile_cache import SEARCH_PROGRAMS, count_compiles
     from jaxplace.search.many import bucket_summary, search_many
 
     t_import = time.perf_counter() - t_start

@@ -3,7 +3,7 @@
 The list-scheduling decoder puts each op on its earliest-finish device, so some
 schedules (an op on a device where it finishes later, to keep a faster device free
 for the critical path) are the list schedule of no priority vector. On small graphs
-that costs up to ~12% against MOIRAI's MILP optimum (`jaxplace bench latency --small`).
+that costs up to ~12% against MOIRAI's MILP optimum (`python -m experiments.bench.latency --small`).
 `refine(inst, schedule)` closes it: it replays a schedule as an op order (by start
 time) with its devices fixed (`reference.schedule_order(inst, order, device)`: the
 same port and device rules, ASAP on the given device), then hill-climbs with two

@@ -24,7 +24,7 @@ into a `Result` through the float64 reference. The default search for latency:
    devices fixed (`REFINE_SECONDS` in all, half from the answer, option `refine_seconds`; 0
    turns it off; never past the search's time limit, skipped after a cancel).
    It reaches schedules no priority vector gives (an op off its earliest-finish
-   device): on the 26 small instances of `jaxplace bench latency --small` that the
+   device): on the 26 small instances of `python -m experiments.bench.latency --small` that the
    MILP solved exactly, search / optimum went from a geometric mean of 1.017 (max
    1.12) to 1.0034 (24 of 26 within 1%). When it wins,
    `Result.info["refined"]` is True and the schedule is the refined one.
