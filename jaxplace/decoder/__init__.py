@@ -2,16 +2,16 @@
 
 - `Evaluator` (evaluator.py): a problem (or several) ready to score; pure
   `score_fn()` for compiled code, host `__call__` / `decode`.
-- `evaluate`, `decode`, `evaluate_graphs`, `make_evaluator` (evaluate.py): thin
+- `evaluate`, `decode`, `evaluate_graphs`, `make_evaluator` (api.py): thin
   wrappers sharing one bounded cache of evaluators.
 - Pure layer (scoring.py): `score`, `score_graphs`, `score_keys`; public types
   and layout (layout.py): `Spec`, `DeviceGraph`, `device_graph`, `stack_graphs`;
-  host batching (batching.py); window policies (window.py); decoding (decoding.py).
+  host batching (batching.py); window policies (window.py); the `Partition` of a
+  priority vector: orders, cuts, traceback (partitions.py).
 """
 
 from jaxplace.compile_cache import enable_compile_cache as _enable_compile_cache
-from jaxplace.decoder.batching import Batching
-from jaxplace.decoder.evaluate import (
+from jaxplace.decoder.api import (
     EVALUATORS,
     EvaluatorCache,
     decode,
@@ -19,6 +19,7 @@ from jaxplace.decoder.evaluate import (
     evaluate_graphs,
     make_evaluator,
 )
+from jaxplace.decoder.batching import Batching
 from jaxplace.decoder.evaluator import AUTO_IMPL, Evaluator, resolve_impl
 from jaxplace.decoder.layout import DeviceGraph, Spec, device_graph, problem_spec, stack_graphs
 from jaxplace.decoder.scoring import (

@@ -30,7 +30,6 @@ from jaxplace.decoder.batching import (
     plan_chunks,
     run_batched,
 )
-from jaxplace.decoder.decoding import decode_chunk, partitions
 from jaxplace.decoder.fused import fused_spec
 from jaxplace.decoder.kahn import host_priority_keys
 from jaxplace.decoder.layout import (
@@ -40,6 +39,7 @@ from jaxplace.decoder.layout import (
     problem_spec,
     stack_graphs,
 )
+from jaxplace.decoder.partitions import decode_chunk, partitions
 from jaxplace.decoder.scoring import (
     check_impl,
     score,

@@ -16,7 +16,7 @@ from strategies import small_graph
 import jaxplace as jp
 from jaxplace.decoder import FLOAT32_RTOL, evaluate
 from jaxplace.decoder import evaluator as evaluator_mod
-from jaxplace.decoder.evaluate import EVALUATORS
+from jaxplace.decoder.api import EVALUATORS
 from jaxplace.decoder.evaluator import (
     AUTO_IMPL,
     Evaluator,

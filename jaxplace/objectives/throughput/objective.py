@@ -79,7 +79,7 @@ class Throughput(Objective):
         return partition_costs(problem, assignment, contiguous=contiguous)
 
     def evaluate(self, problem, X, **settings) -> np.ndarray:
-        from jaxplace.decoder.evaluate import evaluate
+        from jaxplace.decoder.api import evaluate
 
         return evaluate(problem, X, **settings)
 
@@ -88,7 +88,7 @@ class Throughput(Objective):
             X = np.asarray(x, np.float32)
             parts = [decode_reference(problem, r[:problem.n]) for r in np.atleast_2d(X)]
             return parts[0] if X.ndim == 1 else parts
-        from jaxplace.decoder.evaluate import decode
+        from jaxplace.decoder.api import decode
 
         return decode(problem, x, precision=precision, **settings)
 

@@ -19,7 +19,7 @@ from repo_paths import ROOT
 
 import jaxplace as jp
 from jaxplace.decoder import FLOAT32_RTOL, device_graph
-from jaxplace.decoder.decoding import decode_chunk, traceback
+from jaxplace.decoder.partitions import decode_chunk, traceback
 from jaxplace.search.many.device_refine import blocks, closure, moves, node_priorities, refine
 
 
