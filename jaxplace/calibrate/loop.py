@@ -25,6 +25,7 @@ from jaxplace.calibrate.micro import MicroResult
 from jaxplace.calibrate.step import boundary_bytes, measure_step, op_stages, predict_step
 from jaxplace.errors import JaxplaceError
 from jaxplace.importers.devices import DeviceProfile, get_device
+from jaxplace.pipeline.schedule import simulate_schedule
 
 #: the most splits the regret enumerates (beyond: a seeded sample of them)
 MAX_SPLITS = 400
@@ -121,7 +122,6 @@ def regret(module, args: Sequence, plan, profile: DeviceProfile, *, sigma: float
     """(mean, max) over `samples` perturbations of (step of `plan`'s split - best step
     over the splits at the module boundaries) / best, every op's forward and backward
     time scaled by exp(N(0, sigma)), sends and optimizer as `predict_step` prices them."""
-    from jaxplace.pipeline.schedule import simulate_schedule
     from jaxplace.torch import from_torch, module_boundaries
 
     if sigma < 0 or samples < 1:

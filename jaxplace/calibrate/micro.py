@@ -25,6 +25,8 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from jaxplace.importers.roofline import TRANSCENDENTAL_FLOPS
+
 MATMUL_SIZES = (64, 128, 256, 512)
 LINK_BYTES = (4, 4096, 65536, 1 << 20, 4 << 20)
 
@@ -174,8 +176,6 @@ def fit_link(one_way: dict) -> dict:
 
 def run_microbenchmarks(*, repeats: int = 5, link: bool = True) -> MicroResult:
     """Every microbenchmark (the link one spawns two processes; `link=False` skips it)."""
-    from jaxplace.importers.roofline import TRANSCENDENTAL_FLOPS
-
     raw = compute_rates(repeats)
     lk = link_rates() if link else None
     if lk is not None:

@@ -17,7 +17,9 @@ import numpy as np
 
 from jaxplace.calibrate.costs import op_table, stage_times
 from jaxplace.errors import JaxplaceError
+from jaxplace.importers.builder import US
 from jaxplace.importers.devices import DeviceProfile, get_device
+from jaxplace.pipeline.schedule import simulate_schedule
 
 
 @dataclass(frozen=True)
@@ -56,7 +58,6 @@ def op_stages(ops, stage_starts: Sequence[str]) -> np.ndarray:
 def predict_step(plan, module, args: Sequence, profile: str | DeviceProfile) -> StepPrediction:
     """The step of training plan `plan` (`plan_pipeline(..., train=True)`) priced with
     `profile`; `args` is one microbatch."""
-    from jaxplace.pipeline.schedule import simulate_schedule
     from jaxplace.torch import from_torch
 
     prof = get_device(profile)
@@ -81,8 +82,6 @@ def boundary_bytes(graph, stage: np.ndarray, profile: DeviceProfile) -> np.ndarr
     """(stages - 1,) bytes crossing each boundary per microbatch: a tensor crosses every
     boundary from its producer's stage to its last consumer's (the graph holds tensor
     sizes as microseconds on `profile`'s link)."""
-    from jaxplace.importers.builder import US
-
     k = int(stage.max()) + 1
     out = np.zeros(max(k - 1, 0))
     for t in range(graph.num_tensors):
