@@ -17,6 +17,9 @@ activations and weights (default fp32).
 from __future__ import annotations
 
 from jaxplace.graph import CompGraph
+from jaxplace.importers import roofline as rl
+from jaxplace.importers.builder import GraphBuilder
+from jaxplace.importers.devices import get_device
 
 _BYTES = {"fp32": 4, "fp16": 2, "bf16": 2}
 
@@ -25,9 +28,6 @@ class _Model:
     """Adds ops with roofline FLOPs and bytes (inputs + weights + outputs)."""
 
     def __init__(self, device: str, dtype: str):
-        from jaxplace.importers.builder import GraphBuilder
-        from jaxplace.importers.devices import get_device
-
         self.dev = get_device(device)
         self.b = GraphBuilder(self.dev)
         self.dtype = dtype
@@ -37,8 +37,6 @@ class _Model:
     def op(self, name, op_type, ins, outs, flops=None, params=0.0):
         """ins: tensor ids; outs: output element counts; params: weight elements.
         Returns the output tensor ids (a list) of the new op."""
-        from jaxplace.importers import roofline as rl
-
         in_el = sum(self.size[t] for t in ins)
         out_el = float(sum(outs))
         if flops is None:
