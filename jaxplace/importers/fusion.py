@@ -50,6 +50,8 @@ import numpy as np
 from jaxplace.errors import JaxplaceError
 from jaxplace.graph import CompGraph
 from jaxplace.importers import roofline as rl
+from jaxplace.importers.coarsen import expand_members
+from jaxplace.importers.devices import DeviceProfile
 
 CONV = frozenset({"Conv", "ConvTranspose", "ConvInteger", "QLinearConv",
                   "conv_general_dilated"})
@@ -168,8 +170,6 @@ class _Profile:
 
 def _profile(graph: CompGraph) -> _Profile | None:
     """The profile an importer stored in `meta["device"]`, or None (not imported)."""
-    from jaxplace.importers.devices import DeviceProfile
-
     dev = graph.meta.get("device")
     if (not isinstance(dev, dict) or graph.meta.get("time_unit") != "us"
             or not all(k in graph.node_attrs for k in ("flops", "bytes_moved", "out_bytes"))):
@@ -340,6 +340,4 @@ def _meta(graph: CompGraph, members, rule_of, costed: bool) -> dict:
 
 def expand_assignment(fused: CompGraph, assignment) -> np.ndarray:
     """Map a block index per fused node to a block index per node of fuse()'s input."""
-    from jaxplace.importers.coarsen import expand_members
-
     return expand_members(fused, assignment, "fusion", "fused")

@@ -44,7 +44,10 @@ from jaxplace.errors import JaxplaceError
 from jaxplace.graph import CompGraph
 from jaxplace.importers import roofline as rl
 from jaxplace.importers.builder import GraphBuilder
+from jaxplace.importers.coarsen import coarsen as _coarsen
 from jaxplace.importers.devices import DeviceProfile, get_device
+from jaxplace.importers.fusion import fuse
+from jaxplace.importers.nnx_scopes import module_scopes
 
 _CALL_KEYS = ("jaxpr", "call_jaxpr", "fun_jaxpr")
 _PARAM_VIEW_OPS = frozenset({"reshape", "broadcast_in_dim", "squeeze", "expand_dims",
@@ -356,12 +359,8 @@ def from_jax(fn: Callable, *example_args, params: Any = None,
             "unknown_ops": sorted(tr.cost.unknown_ops)}
     graph = tr.b.build(meta)
     if coarsen == "fusion":
-        from jaxplace.importers.fusion import fuse
-
         graph = fuse(graph)
     elif coarsen:
-        from jaxplace.importers.coarsen import coarsen as _coarsen
-
         graph = _coarsen(graph)
     return graph
 
@@ -370,8 +369,6 @@ def _merged(graphdef):
     from flax import nnx
 
     def call(state, *a, **kw):
-        from jaxplace.importers.nnx_scopes import module_scopes
-
         model = nnx.merge(graphdef, state)
         with module_scopes(model):  # ops named by module path: layers.0/attn/q/...
             return model(*a, **kw)

@@ -40,8 +40,11 @@ from collections.abc import Callable
 from jaxplace.errors import JaxplaceError
 from jaxplace.graph import CompGraph
 from jaxplace.importers import roofline as rl
+from jaxplace.importers import runtime_fusion
 from jaxplace.importers.builder import GraphBuilder
-from jaxplace.importers.devices import DeviceProfile, get_device
+from jaxplace.importers.coarsen import coarsen as _coarsen
+from jaxplace.importers.devices import DeviceProfile, canonical_dtype, get_device
+from jaxplace.importers.fusion import fuse
 from jaxplace.importers.onnx_fold import (
     FoldedModel,
     attr,
@@ -64,8 +67,6 @@ def warn_line(message: str) -> None:
 
 def _dtype_name(onnx, elem_type: int) -> str:
     """The profile key of an ONNX elem type (FLOAT is fp32, not numpy's "float")."""
-    from jaxplace.importers.devices import canonical_dtype
-
     try:
         return canonical_dtype(onnx.helper.tensor_dtype_to_np_dtype(elem_type))
     except Exception:  # bfloat16 / float8 without ml_dtypes: by name
@@ -97,8 +98,6 @@ def from_onnx(model, device: str | DeviceProfile = "h100", *, coarsen: bool | st
         warn: called once with a one-line warning naming the op types that have no
             cost rule (None: silent; they are listed in `meta["unknown_ops"]` anyway).
     """
-    from jaxplace.importers import runtime_fusion
-
     if fusion not in runtime_fusion.MODES:
         raise JaxplaceError(f"expected one of {', '.join(runtime_fusion.MODES)}, got "
                             f"{fusion!r}", field="fusion")
@@ -123,12 +122,8 @@ def from_onnx(model, device: str | DeviceProfile = "h100", *, coarsen: bool | st
     if plan is not None:
         graph = runtime_fusion.apply(graph, plan)
     if coarsen == "fusion":
-        from jaxplace.importers.fusion import fuse
-
         graph = fuse(graph)
     elif coarsen:
-        from jaxplace.importers.coarsen import coarsen as _coarsen
-
         graph = _coarsen(graph)
     return graph
 

@@ -59,6 +59,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from jaxplace.importers import roofline as rl
+from jaxplace.importers.coarsen import expand_members
+from jaxplace.importers.fusion import merge_groups
+from jaxplace.importers.onnx_fold import itemsize, require_onnx, subgraph_inputs
 
 MODES = ("runtime", "none")
 #: Fused op types, as the runtime kernels are named.
@@ -97,8 +100,6 @@ class _View:
     """Producers, consumers and constant values of the folded graph's compute ops."""
 
     def __init__(self, folded):
-        from jaxplace.importers.onnx_fold import subgraph_inputs
-
         g = folded.model.graph
         self.folded = folded
         self.nodes = [g.node[i] for i in folded.compute]
@@ -190,8 +191,6 @@ def find(folded) -> Plan:
 def _graph_input_rereads(view: _View, members) -> float:
     """Bytes of graph inputs (no producer, not constant) that several members read,
     beyond the first read: `fusion.group_cost` sees only the graph's tensors."""
-    from jaxplace.importers.onnx_fold import itemsize, require_onnx
-
     readers: Counter = Counter(s for v in members for s in set(view.tensors_in(v))
                                if s not in view.prod)
     total = 0.0
@@ -603,8 +602,6 @@ def _reviews(view: _View, v: int) -> bool:
 def apply(graph, plan: Plan):
     """`graph` (the as-exported import, free ops already costed 0) with each group
     made one node; unchanged when there is no group."""
-    from jaxplace.importers.fusion import merge_groups
-
     counts = plan.counts()
     n = graph.num_nodes
     meta = dict(graph.meta)
@@ -644,8 +641,6 @@ def apply(graph, plan: Plan):
 def expand_assignment(graph, assignment) -> np.ndarray:
     """Map a block index per node of a runtime-fused import to one per ONNX compute op
     (the as-exported graph, `--fusion none`)."""
-    from jaxplace.importers.coarsen import expand_members
-
     return expand_members(graph, assignment, "runtime_fusion", "runtime-fused")
 
 
