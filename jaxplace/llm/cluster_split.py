@@ -37,6 +37,8 @@ import numpy as np
 from jaxplace.cluster import Cluster
 from jaxplace.errors import JaxplaceError
 from jaxplace.graph import CompGraph
+from jaxplace.llm.graph import _config, _workload, layer_graph
+from jaxplace.llm.hetero import _item_arrays
 
 US = 1e6
 #: Most device-class sequences the exact search tries.
@@ -77,9 +79,6 @@ class _Chain:
 def chain_arrays(config, cluster: Cluster, workload=None, *, source: str | None = None,
                  **options) -> tuple[_Chain, CompGraph]:
     """Per-device item costs of a config's layer chain (one layer graph per profile)."""
-    from jaxplace.llm.graph import _config, _workload, layer_graph
-    from jaxplace.llm.hetero import _item_arrays
-
     cfg, _ = _config(config, source)
     wl = _workload(cfg, workload, options, source or cfg.name)
     graphs = {}
@@ -239,8 +238,6 @@ def cluster_split(config, cluster: Cluster, workload=None, *, stages: int | None
         stages: number of stages (default: every device of the cluster, one stage each).
         source: a name for error messages.
     """
-    from jaxplace.llm.graph import _config, _workload
-
     k = cluster.num_devices if stages is None else int(stages)
     if not 1 <= k <= cluster.num_devices:
         raise JaxplaceError(f"must be between 1 and the cluster's {cluster.num_devices} "
@@ -265,8 +262,6 @@ def evaluate_split(config, cluster: Cluster, assignment, devices=None, workload=
     """(stage times us, stage memory bytes, fits (stages,) bool) of a given contiguous
     split of the layer graph (`assignment`: stage per node, e.g. a baseline's), stage s
     on device `devices[s]` (default: devices 0, 1, ... in the cluster's order)."""
-    from jaxplace.llm.graph import _config, _workload
-
     cfg, _ = _config(config, source)
     wl = _workload(cfg, workload, options, source or cfg.name)
     chain, _ = chain_arrays(cfg, cluster, wl, source=source)

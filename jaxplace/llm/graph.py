@@ -26,6 +26,7 @@ from jaxplace.jsonio import read_json
 from jaxplace.llm.config import ModelConfig, param_counts, read_config
 from jaxplace.llm.costs import PartCost, part_costs
 from jaxplace.llm.workload import Workload, workload_options
+from jaxplace.problem import Problem
 
 US = 1e6
 #: Node attributes holding the memory model (bytes), in `PartCost` field order.
@@ -127,8 +128,6 @@ def llm_problem(config, k: int, device: str | DeviceProfile = "h100",
                 workload: Workload | None = None, **options):
     """A `Problem` with k stages of `device` (bandwidth 1, capacity from the graph).
     `in_flight` defaults to k (1F1B's first stage; every stage's KV caches)."""
-    from jaxplace.problem import Problem
-
     options.setdefault("in_flight", k if workload is None else workload.in_flight)
     graph = layer_graph(config, workload, device, **options)
     return Problem(graph, k, bandwidth=1.0, capacity=graph.meta["capacity"])
