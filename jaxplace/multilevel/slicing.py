@@ -23,6 +23,7 @@ import math
 import numpy as np
 
 from jaxplace.errors import JaxplaceError
+from jaxplace.objectives.throughput.cost import evaluate_partition
 from jaxplace.objectives.throughput.reference import slice_order, unit_order
 from jaxplace.partition import Partition
 from jaxplace.problem import Problem
@@ -239,8 +240,6 @@ def _add_events(cost: np.ndarray, lw: int, r: int, lo: np.ndarray, hi: np.ndarra
 def _equal_work_bound(problem: Problem, uo: np.ndarray, work: np.ndarray) -> float:
     """The exact cost of the equal-work cut of this unit order (an upper bound on the
     DP's optimum), +inf when infeasible."""
-    from jaxplace.objectives.throughput.cost import evaluate_partition
-
     units = problem.graph.units
     cuts = equal_work_cuts(work, problem.k)
     block_of_pos = np.zeros(len(uo), np.int64)
