@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+import jaxplace as jp
 from jaxplace.errors import JaxplaceError
 from jaxplace.policy.solutions import read_solutions
 
@@ -31,8 +32,6 @@ from jaxplace.policy.solutions import read_solutions
 def search_solutions(problems, method: str = "policy+brkga", budget: int = 1000,
                      seed: int = 0, indices=None, log=None) -> dict:
     """{"x", "cost", "n", "done"} for `problems` (those of `indices` only, if given)."""
-    import jaxplace as jp
-
     width = max(p.n for p in problems)
     out = {"x": np.zeros((len(problems), width), np.float32),
            "cost": np.full(len(problems), np.inf), "n": np.array([p.n for p in problems]),

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from jaxplace.errors import JaxplaceError
 from jaxplace.objectives.throughput.cost import simple_lower_bound
 from jaxplace.orders import dfs_order, seed_priorities
 from jaxplace.problem import Problem
@@ -228,8 +229,6 @@ def pad(f: Featurized, sizes: Sizes) -> dict[str, np.ndarray]:
     N, E, M, T = sizes.astuple()
     n, m, mm = len(f.node), len(f.edges), len(f.mem_node)
     if n > N or m > E or mm > M or f.num_tensors > T:
-        from jaxplace.errors import JaxplaceError
-
         raise JaxplaceError(f"graph (n={n}, edges={m}, memberships={mm}) does not fit the "
                             f"padded sizes {sizes}", field="sizes")
     node = np.zeros((N, f.node.shape[1]), np.float32)

@@ -42,6 +42,8 @@ import optax
 from flax import nnx
 
 from jaxplace.errors import JaxplaceError
+from jaxplace.objectives.throughput.cost import simple_lower_bound
+from jaxplace.objectives.throughput.reference import decode_reference, kahn
 from jaxplace.policy import checkpoint as ck
 from jaxplace.policy import features as F
 from jaxplace.policy.data import TRAIN_STREAM, VALID_STREAM, DataConfig, problem_set
@@ -241,8 +243,6 @@ def update_memory(memory, idx, z, r):
 def canonical_latents(problem, x, width: int, scale: float = 3.0) -> np.ndarray:
     """(width,) latent whose order is Kahn(x)'s: the node at position i of the order
     gets scale * (1 - 2 i / (n - 1)), evenly spread inside the model's mean range."""
-    from jaxplace.objectives.throughput.reference import kahn
-
     order = kahn(problem.graph, np.asarray(x, np.float64)[:problem.n])
     n = problem.n
     z = np.zeros(width, np.float32)
@@ -253,8 +253,6 @@ def canonical_latents(problem, x, width: int, scale: float = 3.0) -> np.ndarray:
 def block_latents(problem, x, width: int, scale: float = 3.0) -> np.ndarray:
     """(width,) latent that gives every node of block b of decode(x) the level
     scale * (1 - 2 (b + 1/2) / blocks): one label for all orders with these blocks."""
-    from jaxplace.objectives.throughput.reference import decode_reference
-
     part = decode_reference(problem, np.asarray(x, np.float64)[:problem.n])
     z = np.zeros(width, np.float32)
     z[:problem.n] = scale * (1.0 - 2.0 * (part.assignment + 0.5) / part.num_blocks)
@@ -343,8 +341,6 @@ def device_pool(problems, spec, sizes: F.Sizes, anchor: bool = False) -> dict:
     """Stacked padded model inputs (`anchor`: with DFS ranks), decoder graphs and
     lower bounds, on device."""
     from jaxplace.decoder import stack_graphs
-    from jaxplace.objectives.throughput.cost import simple_lower_bound
-
     _, inputs = F.stack([F.featurize(p, anchor) for p in problems], sizes)
     _, graphs = stack_graphs(problems, spec=spec)
     lb = np.array([simple_lower_bound(p) for p in problems], np.float32)
