@@ -32,6 +32,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from jaxplace.objectives.throughput.reference import kahn
 from jaxplace.relax.surrogate import (
     RelaxGraph,
     backward_mass,
@@ -162,7 +163,6 @@ def start_orders(problem, count: int, N: int, seed: int = 0) -> np.ndarray:
     last): the DFS linearization, randomized DFS orders (successors in random
     order: chains stay together) and Kahn orders of uniform random priorities,
     alternating."""
-    from jaxplace.objectives.throughput.reference import kahn
     from jaxplace.search.baselines import dfs_order
 
     g = problem.graph

@@ -23,6 +23,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxplace.errors import JaxplaceError
 from jaxplace.relax.optimize import RelaxConfig, candidates, start_orders
 from jaxplace.relax.surrogate import relax_graph
 from jaxplace.search.driver import run_program
@@ -72,8 +73,6 @@ BRKGA_OPTIONS = ("relax_share", "brkga_seeds", "elite_fraction", "mutant_fractio
 def relax_config(options: dict, extra: tuple = ()) -> RelaxConfig:
     """A RelaxConfig from the search options; a JaxplaceError names an option that is
     neither one of its fields nor in `extra`."""
-    from jaxplace.errors import JaxplaceError
-
     names = [f.name for f in dataclasses.fields(RelaxConfig)]
     bad = sorted(set(options) - set(names) - set(extra))
     if bad:

@@ -34,7 +34,9 @@ import numpy as np
 from flax import struct
 
 from jaxplace.decoder.layout import pow2
+from jaxplace.objectives.throughput.cost import simple_lower_bound
 from jaxplace.problem import Problem
+from jaxplace.units import ordering_edges
 
 #: Finite stand-in for log 0 (masked blocks, one-hot assignments): exp(NEG) == 0.
 NEG = -1e9
@@ -90,9 +92,6 @@ def topological_depth(problem: Problem) -> np.ndarray:
 
 def relax_graph(problem: Problem, dtype=jnp.float32, pad: bool = True) -> RelaxGraph:
     """The padded surrogate arrays of `problem` (sizes padded to powers of two: few compiles)."""
-    from jaxplace.objectives.throughput.cost import simple_lower_bound
-    from jaxplace.units import ordering_edges
-
     g = problem.graph
     n, K = g.num_nodes, problem.num_blocks
     units = g.units
