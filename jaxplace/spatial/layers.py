@@ -25,6 +25,7 @@ import itertools
 import math
 from dataclasses import dataclass, field
 
+from jaxplace.errors import JaxplaceError
 from jaxplace.spatial.intervals import Interval, intersect, window_input
 
 Shape = tuple[int, int, int, int]  # N, C, H, W
@@ -211,8 +212,6 @@ def layer_flops(layer: Layer, out: Box | None = None) -> float:
 def validate_layers(layers: list[Layer]) -> None:
     """Names unique, inputs defined before use: raises JaxplaceError naming the
     layer otherwise."""
-    from jaxplace.errors import JaxplaceError
-
     seen = {"input"}
     for i, layer in enumerate(layers):
         if layer.name in seen:

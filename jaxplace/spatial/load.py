@@ -21,6 +21,7 @@ from dataclasses import replace
 
 from jaxplace.errors import JaxplaceError
 from jaxplace.importers import roofline as rl
+from jaxplace.importers.jax_trace import inline_body
 from jaxplace.importers.onnx_fold import attr, fold, itemsize, load_model, require_onnx
 from jaxplace.importers.onnx_import import node_flops
 from jaxplace.spatial.intervals import true_kernel
@@ -258,8 +259,6 @@ def layers_from_jax(fn, x, *, params=None) -> list[Layer]:
 
 def _walk(jaxpr, env, layers, names) -> None:
     from jax.extend.core import Literal
-
-    from jaxplace.importers.jax_trace import inline_body
 
     for eqn in jaxpr.eqns:
         ins = [env.get(v) if not isinstance(v, Literal) else None for v in eqn.invars]
