@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from jaxplace.errors import JaxplaceError
+from jaxplace.importers.devices import get_device
 from jaxplace.view.model import (
     EventView,
     PlanView,
@@ -56,8 +57,6 @@ def _from_pipeline_plan(plan: Any) -> PlanView:
     s = plan.split
     g = plan.graph
     try:
-        from jaxplace.importers.devices import get_device
-
         cap = get_device(plan.device).memory_bytes
     except JaxplaceError:
         cap = math.nan

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from jaxplace.errors import JaxplaceError
+from jaxplace.jsonio import write_json
 
 COMPUTE_KINDS = ("F", "B", "W")
 SEND_KINDS = ("SEND_F", "SEND_B")
@@ -160,8 +161,6 @@ def chrome_trace(predicted: Any = None, measured: Any = None, *,
 def save_trace(path: str | os.PathLike, predicted: Any = None, measured: Any = None,
                **kwargs) -> dict:
     """Write `chrome_trace(...)` to `path` (JSON, atomically); returns the dict."""
-    from jaxplace.jsonio import write_json
-
     trace = chrome_trace(predicted, measured, **kwargs)
     write_json(path, trace, indent=None)
     return trace
