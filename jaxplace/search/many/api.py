@@ -285,7 +285,7 @@ def iter_search_many(problems: Sequence[Problem], method: str | None = None, *,
             stream = ray_buckets(prepared, buckets, settings, cancel, ray_address,
                                  num_cpus)
         else:
-            from jaxplace.search.many.local import local_buckets
+            from jaxplace.search.many.threads import local_buckets
 
             stream = local_buckets(prepared, buckets, settings, cancel, start,
                                    workers or usable_cores())
