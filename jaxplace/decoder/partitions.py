@@ -17,6 +17,7 @@ from jaxplace.decoder.layout import Spec
 from jaxplace.decoder.scoring import unit_priorities
 from jaxplace.decoder.slicing import FEWER, slice_one
 from jaxplace.objectives.throughput.cost import evaluate_partition
+from jaxplace.objectives.throughput.reference import slice_order
 from jaxplace.partition import Partition
 from jaxplace.problem import Problem
 
@@ -66,8 +67,6 @@ def partitions(problem: Problem, spec: Spec, out, count: int) -> list[Partition]
         return [traceback(problem, order[i, :n].astype(np.int64), ch[i])
                 for i in range(count)]
     # units, CPUs: the device-typed DP of the reference on the host, float64
-    from jaxplace.objectives.throughput.reference import slice_order
-
     order = np.asarray(out)
     units = problem.graph.units
     U = units.num_units
