@@ -38,6 +38,7 @@ import numpy as np
 from jaxplace.errors import JaxplaceError
 from jaxplace.objectives.latency._events import EventGraph, event_graph, to_schedule
 from jaxplace.objectives.latency.instance import LatencyInstance, Schedule
+from jaxplace.objectives.latency.milp import reachability
 
 MAX_OPS = 6
 MAX_DEVICES = 3
@@ -152,8 +153,6 @@ def brute_contiguous(inst: LatencyInstance) -> float:
     computes. Earlier never hurts, so this order-by-order greedy finds the optimum.
     inf when no contiguous placement fits memory or has an order.
     """
-    from jaxplace.objectives.latency.milp import reachability
-
     if inst.n > MAX_OPS or inst.num_devices > MAX_DEVICES:
         raise JaxplaceError(f"brute force takes at most {MAX_OPS} ops and {MAX_DEVICES} "
                             f"devices", field="graph")

@@ -29,7 +29,7 @@ import time
 import numpy as np
 
 from jaxplace.objectives.latency.instance import LatencyInstance, Schedule
-from jaxplace.objectives.latency.reference import schedule_order
+from jaxplace.objectives.latency.reference import kahn_order, schedule_order
 
 #: Relative improvement a move must bring (guards against float noise cycling).
 RTOL = 1e-12
@@ -48,8 +48,6 @@ def start_order(inst: LatencyInstance, s: Schedule) -> np.ndarray:
 def rank_order(inst: LatencyInstance, dev: np.ndarray, out: list) -> np.ndarray:
     """(n,) int64 Kahn order by upward ranks for fixed devices `dev`; `out[v]` lists
     (tensor, consumer) pairs of op v."""
-    from jaxplace.objectives.latency.reference import kahn_order
-
     g = inst.graph
     t = inst.times[np.arange(inst.n), dev]
     rank = np.zeros(inst.n)

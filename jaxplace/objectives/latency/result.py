@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from jaxplace.errors import JaxplaceError
 from jaxplace.importers.provenance import original_groups, source_model
 from jaxplace.objectives.latency.baselines import eft_greedy
-from jaxplace.objectives.latency.instance import Schedule
+from jaxplace.objectives.latency.instance import Schedule, Transfer
 from jaxplace.objectives.latency.reference import critical_path
 from jaxplace.objectives.latency.reference import lower_bound as closed_form_bound
+from jaxplace.objectives.latency.search import ScheduledPartition
 from jaxplace.objectives.latency.summary import device_summary, device_table
 from jaxplace.partition import Partition
 
@@ -85,10 +87,6 @@ def saved_partition(problem, data: dict, assignment, source: str):
     every op with the saved starts of its ops and transfers, whose replay costs the
     saved makespan (`Latency.evaluate_partition`). A result without "ops" is the bare
     assignment; a malformed "ops" or "transfers" entry is a JaxplaceError naming it."""
-    from jaxplace.errors import JaxplaceError
-    from jaxplace.objectives.latency.instance import Transfer
-    from jaxplace.objectives.latency.search import ScheduledPartition
-
     ops = data.get("ops")
     if ops is None:
         return assignment

@@ -37,8 +37,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from jaxplace.objectives.latency.baselines import BASELINES, upward_ranks
 from jaxplace.objectives.latency.instance import Schedule
 from jaxplace.objectives.latency.reference import kahn_order, list_schedule
+from jaxplace.objectives.latency.refine import refine, start_order
 from jaxplace.partition import Partition
 
 #: Share of the budget spent by BRKGA; the rest goes to the local search.
@@ -87,7 +89,6 @@ def latency_result(req, method: str, x, evaluations: int, history, interrupted: 
 def latency_seeds(problem) -> np.ndarray:
     """(S, n) float32 heuristic priorities: HEFT upward ranks first, then the seeds of
     the throughput search (DFS linearization, layerings)."""
-    from jaxplace.objectives.latency.baselines import upward_ranks
     from jaxplace.search.baselines import seed_priorities
 
     r = upward_ranks(problem.latency)
@@ -126,7 +127,6 @@ def latency_default(req):
 def _refined(req, res, baselines: list, seconds: float):
     """`res`, or a shorter schedule found by `latency.refine` from it and from the
     baseline schedules (module docstring, step 4)."""
-    from jaxplace.objectives.latency.refine import refine, start_order
     from jaxplace.search.baselines import order_to_priorities
 
     inst = req.problem.latency
@@ -155,15 +155,12 @@ def _refined(req, res, baselines: list, seconds: float):
 
 def _baseline_schedules(inst) -> list:
     """The schedules of `latency.baselines.BASELINES`, in its order."""
-    from jaxplace.objectives.latency.baselines import BASELINES
-
     return [fn(inst) for fn in BASELINES.values()]
 
 
 def _best_of_baselines(req, res, schedules: list):
     """`res`, or the best of the baseline `schedules` when it is shorter (module
     docstring)."""
-    from jaxplace.objectives.latency.baselines import BASELINES
     from jaxplace.search.baselines import order_to_priorities
 
     inst = req.problem.latency

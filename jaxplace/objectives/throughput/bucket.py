@@ -32,6 +32,7 @@ import time
 
 import numpy as np
 
+from jaxplace.progress import bar
 from jaxplace.search.request import SearchRequest
 
 #: jp.search's flat throughput search on CPUs: "bucket" (this module) or "driver"
@@ -103,7 +104,6 @@ def program_key(problem) -> tuple:
 def bucket_search(req: SearchRequest):
     """The default search of `req.problem` as a one-problem bucket (module doc)."""
     from jaxplace.objectives.throughput.polish import POLISH_MAX_TIME
-    from jaxplace.progress import bar
     from jaxplace.search.many.api import ManySettings, prepare
     from jaxplace.search.many.run import BucketRun
     from jaxplace.search.request import finish

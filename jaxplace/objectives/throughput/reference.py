@@ -15,6 +15,7 @@ from jaxplace.errors import JaxplaceError
 from jaxplace.graph import CompGraph
 from jaxplace.partition import Partition
 from jaxplace.problem import Problem
+from jaxplace.units import ordering_edges
 
 
 def _check_priorities(graph: CompGraph, priorities) -> np.ndarray:
@@ -91,8 +92,6 @@ def unit_order(graph: CompGraph, order) -> np.ndarray:
                             f"{graph.label(int(units.unit_members(u)[0]))}", field="order")
     pos = np.empty(units.num_units, dtype=np.int64)
     pos[uo] = np.arange(len(uo))
-    from jaxplace.units import ordering_edges
-
     e = ordering_edges(graph)
     bad = np.flatnonzero(pos[units.unit_of[e[:, 0]]] > pos[units.unit_of[e[:, 1]]])
     if len(bad):

@@ -28,6 +28,7 @@ from jax import lax
 
 from jaxplace.decoder.kahn import positions, priority_keys
 from jaxplace.decoder.layout import coarse, pow2
+from jaxplace.errors import JaxplaceError
 from jaxplace.objectives.throughput_unequal.model import capacity_limit
 
 #: Relative agreement of float32 bottlenecks with the float64 reference: prefix sums
@@ -348,8 +349,6 @@ def candidate_rows(inst, spec: HeteroSpec, X) -> np.ndarray:
     X = np.atleast_2d(np.asarray(X, np.float32))
     n, d = inst.n, inst.num_devices
     if X.shape[1] not in (n, n + d):
-        from jaxplace.errors import JaxplaceError
-
         raise JaxplaceError(f"has shape {X.shape}, expected (P, {n}) or (P, {n + d})",
                             field="X")
     out = np.zeros((X.shape[0], spec.width), np.float32)

@@ -4,6 +4,8 @@ result JSON (`FORMAT`)."""
 from __future__ import annotations
 
 from jaxplace.importers.provenance import original_groups
+from jaxplace.objectives.throughput_unequal.reference import decode
+from jaxplace.objectives.throughput_unequal.search import speed_keys
 
 FORMAT = "jaxplace-hetero-result/1"
 
@@ -63,8 +65,6 @@ def report_lines(problem, part, sc) -> list[str]:
     on the devices fastest first."""
     import numpy as np
 
-    from jaxplace.objectives.throughput_unequal.reference import decode
-    from jaxplace.objectives.throughput_unequal.search import speed_keys
     from jaxplace.search.baselines import dfs_order, order_to_priorities
 
     inst = problem.pipeline_instance

@@ -24,6 +24,8 @@ import time
 
 import numpy as np
 
+from jaxplace.objectives.throughput.reference import kahn
+from jaxplace.objectives.throughput_unequal.model import device_sequence
 from jaxplace.objectives.throughput_unequal.reference import decode, slice_on_devices
 
 BRKGA_SHARE = 0.5
@@ -130,8 +132,6 @@ def device_orders(inst, x: np.ndarray):
     d = inst.num_devices
     if np.prod(np.arange(1, d + 1)) <= POLISH_ORDERS:
         return itertools.permutations(range(d))
-    from jaxplace.objectives.throughput_unequal.model import device_sequence
-
     own = [int(p) for p in device_sequence(x[inst.n:], d)]
     return ([p] + [q for q in own if q != p] for p in own)
 
@@ -139,8 +139,6 @@ def device_orders(inst, x: np.ndarray):
 def polish(inst, k: int, x: np.ndarray) -> tuple[np.ndarray, float]:
     """(row, cost): x's node order re-sliced on other device orders (`device_orders`),
     the best by the reference DP (x itself when none is better)."""
-    from jaxplace.objectives.throughput.reference import kahn
-
     n = inst.n
     best = decode(inst, x, k)
     order = kahn(inst.graph, x[:n])

@@ -26,6 +26,7 @@ import numpy as np
 from jaxplace.errors import JaxplaceError
 from jaxplace.objectives.base import Objective, as_partition
 from jaxplace.objectives.ladder import ClosedFormCertify
+from jaxplace.objectives.throughput.cost import check_assignment
 from jaxplace.objectives.training.model import (
     SplitCost,
     runnable,
@@ -34,6 +35,7 @@ from jaxplace.objectives.training.model import (
     training_ops,
 )
 from jaxplace.objectives.training.search import balanced_split, search_splits, valid_cuts
+from jaxplace.partition import Partition
 from jaxplace.pipeline.schedule_orders import SPLIT_BACKWARD
 
 
@@ -53,8 +55,6 @@ class Training(ClosedFormCertify, Objective):
 
     def evaluate_partition(self, problem, assignment, *, contiguous: bool = True,
                            devices=None) -> SplitCost:
-        from jaxplace.objectives.throughput.cost import check_assignment
-
         if not contiguous:
             raise JaxplaceError("a training pipeline's stages are contiguous",
                                 field="contiguous")
@@ -93,7 +93,6 @@ class Training(ClosedFormCertify, Objective):
         return np.zeros(problem.n, np.int64)
 
     def default_search(self, req):
-        from jaxplace.partition import Partition
         from jaxplace.search.result import History, Result
 
         p = req.problem
