@@ -30,8 +30,9 @@ from jaxplace.search.driver import run_program
 from jaxplace.search.programs import DecodeFitness, SearchData
 from jaxplace.search.request import SearchRequest, finish
 
-#: Decoder evaluations of "relax" unless asked otherwise.
-DEFAULT_BUDGET = 256
+#: Decoder evaluations of "relax" unless asked otherwise (its registry entry reads it;
+#: the other methods' default is `search.registry.DEFAULT_BUDGET`).
+RELAX_BUDGET = 256
 #: Share of the budget "relax+brkga" spends decoding relaxed vectors.
 RELAX_SHARE = 0.05
 #: Relaxed vectors (best first, distinct orders) put into BRKGA's first population.
@@ -181,5 +182,5 @@ def relax_brkga_search(req: SearchRequest):
                   r.history.concat(out.history), out.interrupted, info=info)
 
 
-__all__ = ["BATCH", "BRKGA_SEEDS", "DEFAULT_BUDGET", "RELAX_SHARE", "CandidatesProgram",
+__all__ = ["BATCH", "BRKGA_SEEDS", "RELAX_BUDGET", "RELAX_SHARE", "CandidatesProgram",
            "distinct_best", "relax_brkga_search", "relax_search", "run_relax"]

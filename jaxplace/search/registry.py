@@ -75,6 +75,11 @@ def _lazy(target: str) -> Callable[[SearchRequest], Result]:
     return run
 
 
+def _relax_budget(problem: Problem) -> int:
+    """relax/ sits above this registry: its default budget is read by name."""
+    return int(load_path("jaxplace.relax.search:RELAX_BUDGET"))
+
+
 def _islands_budget(problem: Problem) -> int:
     """search_many's island mode sits above this registry: loaded by name."""
     return int(load_path("jaxplace.search.many.islands_method:default_islands_budget")(
@@ -98,7 +103,7 @@ def _build() -> Registry:
                          "the shipped GNN policy: greedy plus samples"),
         "policy+brkga": Method("policy+brkga", _policy_method("policy+brkga"),
                                description="BRKGA seeded and mutated from the policy"),
-        "relax": Method("relax", _lazy("jaxplace.relax.search:relax_search"), 256,
+        "relax": Method("relax", _lazy("jaxplace.relax.search:relax_search"), _relax_budget,
                         "gradient descent on a smooth surrogate, decoded exactly"),
         "relax+brkga": Method("relax+brkga", _lazy("jaxplace.relax.search:relax_brkga_search"),
                               description="BRKGA seeded with relaxed solutions"),
