@@ -44,7 +44,7 @@ from jaxplace.problem import Problem
 from jaxplace.units import ordering_edges
 
 ART_COST = 10.0  # cost of the artificial column of each node (caps its dual at 10)
-REFUTE_RTOL = 1e-6  # the Farley bound must exceed k by this much (solver tolerances)
+FARLEY_RTOL = 1e-6  # the Farley bound must exceed k by this much (solver tolerances)
 LOCAL_ROUNDS = 4  # local-search pricing rounds between two pricing MIPs (only the MIP's
 # dual bound can prove a refutation)
 
@@ -487,7 +487,7 @@ def refute_z(problem: Problem, z: float, pool: _Pool, pricer: _Pricer,
         loaded = len(pool.sets)
         value, duals = master.solve()
         out.iterations += 1
-        if value <= k * (1 + REFUTE_RTOL):
+        if value <= k * (1 + FARLEY_RTOL):
             out.refuted = False
             return out
         duals = np.minimum(duals, ART_COST)  # dual feasible for the artificials, whatever
@@ -500,13 +500,13 @@ def refute_z(problem: Problem, z: float, pool: _Pool, pricer: _Pricer,
                 continue
         streak = 0
         pi = duals if plain or out.pi is None else smoothing * out.pi + (1 - smoothing) * duals
-        target = float(pi.sum()) / (k * (1 + REFUTE_RTOL))
+        target = float(pi.sum()) / (k * (1 + FARLEY_RTOL))
         theta, found = _price(pricer, pool, pi, z, target, deadline)
         out.pricing += 1
         farley = float(pi.sum()) / max(theta, 1.0)
         if farley > out.farley:
             out.farley, out.pi = farley, pi
-        if farley > k * (1 + REFUTE_RTOL):
+        if farley > k * (1 + FARLEY_RTOL):
             out.refuted = True
             return out
         useful = any(duals[s].sum() > 1 + 1e-9 for s in found)

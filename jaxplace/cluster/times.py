@@ -39,7 +39,8 @@ from jaxplace.graph import CompGraph
 from jaxplace.importers.roofline import classify
 from jaxplace.objectives.latency.instance import LatencyInstance
 
-US = 1e-6
+#: Seconds per microsecond (elsewhere `US = 1e6` is microseconds per second).
+SECONDS_PER_US = 1e-6
 #: Lower-case op types that run on the matrix units besides roofline.MATRIX_OPS (the
 #: generators' names).
 MATRIX_NAMES = frozenset({"matmul", "conv", "conv_transpose", "gemm", "einsum"})
@@ -49,9 +50,9 @@ def time_scale(graph: CompGraph) -> float:
     """Seconds per unit of `graph.work` (1e-6 for graphs in microseconds, else 1)."""
     m = graph.meta
     if str(m.get("time_unit", "")).startswith("us"):
-        return US
+        return SECONDS_PER_US
     if str(m.get("units", "")).startswith("work and size_out in us"):
-        return US
+        return SECONDS_PER_US
     return 1.0
 
 
@@ -61,7 +62,7 @@ def tensor_bytes(graph: CompGraph) -> np.ndarray:
     size = np.asarray(graph.tensor_size, np.float64)
     dev = m.get("device")
     if str(m.get("size_out_unit", "")).startswith("us") and isinstance(dev, dict):
-        return size * float(dev["link_bw"]) * US
+        return size * float(dev["link_bw"]) * SECONDS_PER_US
     if "link_gbs" in m and str(m.get("units", "")).startswith("work and size_out in us"):
         return size * float(m["link_gbs"]) * 1e3  # 1 GB/s = 1e3 bytes per us
     return size

@@ -16,13 +16,11 @@ from jaxplace.formats.neurips import is_neurips, read_neurips
 from jaxplace.formats.nodelink import is_nodelink, nodelink_data, read_nodelink
 from jaxplace.formats.results import load_assignment, result_dict, save_result
 from jaxplace.graph import CompGraph
-from jaxplace.importers import load_model_file
+from jaxplace.importers import MODEL_SUFFIXES, load_model_file
 from jaxplace.jsonio import read_json, write_json
 from jaxplace.llm.config import is_hf_config
 from jaxplace.llm.graph import graph_from_config
 from jaxplace.problem import Problem
-
-MODEL_SUFFIXES = (".onnx",)
 
 
 def load_graph(path: str | os.PathLike, **import_options) -> CompGraph:

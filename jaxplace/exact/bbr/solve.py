@@ -12,7 +12,7 @@ Research 2024, which climbs the cycle time from a lower bound):
 - a split found at T is a new best split (re-checked with `evaluate_partition`);
 - a check stopped by its budget proves nothing; the search goes on below that guess.
 The guesses climb from the bound (refuting is cheap far below OPT, hard near it) and a
-last guess just under the best split's cost proves it optimal (`OPTIMAL_RTOL`).
+last guess just under the best split's cost proves it optimal (`LAST_GUESS_RTOL`).
 
 The model is the DP's (`jaxplace.exact.atoms`): contiguous splits with transfers,
 overflow, hard capacity, colocation classes, forward-only contiguity of training
@@ -37,9 +37,9 @@ from jaxplace.problem import Problem
 #: that guess is asked again with a fresh budget.
 RETRY_RTOL = 1e-4
 
-#: A split of cost U is reported optimal once U (1 - OPTIMAL_RTOL) is refuted (the
+#: A split of cost U is reported optimal once U (1 - LAST_GUESS_RTOL) is refuted (the
 #: certificate's tolerance is 1e-6).
-OPTIMAL_RTOL = 1e-7
+LAST_GUESS_RTOL = 1e-7
 
 
 @dataclass(frozen=True)
@@ -89,7 +89,7 @@ class BbrResult:
         cost: the best split's cost (inf: none known).
         assignment: (n,) int64 its blocks (accelerators 0..k-1 in pipeline order, then
             CPUs), or None.
-        optimal: `cost` is proven optimal (its cost less OPTIMAL_RTOL was refuted).
+        optimal: `cost` is proven optimal (its cost less LAST_GUESS_RTOL was refuted).
         infeasible: proven: no split at all.
         checks: every guess, in order.
         found: the best split came from BB&R (not the one given).
@@ -245,7 +245,7 @@ def _climb(out: BbrResult, ask, deadline: float, config: BbrConfig) -> None:
     stuck = 0
     while True:
         hi = out.cost
-        target = hi * (1 - OPTIMAL_RTOL)
+        target = hi * (1 - LAST_GUESS_RTOL)
         if out.lower_bound >= target:
             out.optimal = True
             return

@@ -36,9 +36,7 @@ from __future__ import annotations
 import numpy as np
 
 from jaxplace.errors import JaxplaceError
-
-#: Relative slack on device memory (see the module docstring).
-CAPACITY_RTOL = 1e-9
+from jaxplace.problem import CAPACITY_RTOL  # device memory's slack is the capacity's
 
 
 def capacity_limit(capacity: np.ndarray) -> np.ndarray:
