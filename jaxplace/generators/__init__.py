@@ -11,14 +11,12 @@ returns a `CompGraph` whose `meta` records the generator name, seed and argument
 
 from __future__ import annotations
 
+import importlib
 import inspect
 from typing import Any
 
 from jaxplace.errors import JaxplaceError
 from jaxplace.generators.dnn import inception, resnet, transformer, unet
-from jaxplace.generators.latency_models import MODELS as LATENCY_MODELS
-from jaxplace.generators.latency_models import gpt_like, swin_like
-from jaxplace.generators.latency_small import small_problems
 from jaxplace.generators.regal import MODELS, derive_seed, regal, regal_set, regal_suite
 from jaxplace.generators.training import training_graph
 from jaxplace.graph import CompGraph
@@ -70,6 +68,24 @@ def example(family: str = "transformer", seed: int = 0) -> CompGraph:
     8-layer transformer (115 nodes) used by the README's first command."""
     _lookup(family)
     return generate(family, seed=seed, **EXAMPLES[family])
+
+
+#: the latency benchmarks' workloads (op-level GPT/Swin graphs, small random DAGs on
+#: random clusters), loaded on first use by name: their modules import the roofline
+#: importer, and `latency_models` builds its inception example through `generate`
+_LAZY = {"LATENCY_MODELS": ("jaxplace.generators.latency_models", "MODELS"),
+         "gpt_like": ("jaxplace.generators.latency_models", "gpt_like"),
+         "swin_like": ("jaxplace.generators.latency_models", "swin_like"),
+         "small_problems": ("jaxplace.generators.latency_small", "small_problems")}
+
+
+def __getattr__(name: str):
+    if name not in _LAZY:
+        raise AttributeError(f"module 'jaxplace.generators' has no attribute {name!r}")
+    module, attr = _LAZY[name]
+    value = getattr(importlib.import_module(module), attr)
+    globals()[name] = value
+    return value
 
 
 __all__ = [

@@ -133,7 +133,7 @@ def test_count_compiles_sees_a_new_program():
     import jax
     import jax.numpy as jnp
 
-    from jaxplace.bench.compiles import count_compiles
+    from jaxplace.compile_cache import count_compiles
 
     @jax.jit
     def _warmup_probe(x):

@@ -115,7 +115,9 @@ def test_bench_workloads_proves_each_partition(tmp_path, monkeypatch, capsys):
     import shutil
     import types
 
-    from jaxplace.bench import workloads
+    from lab import lab_bench
+
+    workloads = lab_bench("workloads")
 
     if not BERT24.exists():
         pytest.skip(NEURIPS_SKIP)

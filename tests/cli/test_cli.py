@@ -243,7 +243,6 @@ def test_k_capped_at_placement_units(tmp_path, capsys):
     ["partition", "{g}", "-k", "2", "--time-limit", "nan"],
     ["partition", "{g}", "-k", "2", "--certify-time", "0"],
     ["certify", "{g}", "-k", "2", "--time-limit", "-5"],
-    ["bench", "workloads", "--time-limit", "0"],
 ])
 def test_time_limit_must_be_positive(tmp_path, capsys, argv):
     path = _chain(tmp_path)
@@ -328,25 +327,20 @@ def test_evaluate_partition_accepts_a_partition_object():
     assert cost.bottleneck == pytest.approx(part.cost, rel=1e-12)  # both float64
 
 
-def test_bench_workloads_exit_1_when_target_missed(tmp_path, monkeypatch, capsys):
-    import argparse
-    import types
+@pytest.mark.parametrize("name", ["workloads", "policy", "hetero", "scale"])
+def test_bench_of_a_moved_benchmark_says_where_it_went(name, capsys):
+    """The research benchmarks left the wheel: `jaxplace bench NAME`, whatever follows,
+    names their new place in one line, exit 2, and `jaxplace bench --help` lists only
+    what ships."""
+    from jaxplace.bench import BENCHES, MOVED
 
-    import jaxplace as jp
-    from jaxplace.bench import workloads
-
-    folder = tmp_path / "LayerGraphs"
-    folder.mkdir()
-    (folder / "bert24_inference.json").write_text(json.dumps({"maxFPGAs": 2, "nodes": [
-        {"id": 1, "fpgaLatency": 1.0}, {"id": 2, "fpgaLatency": 2.0}],
-        "edges": [{"sourceId": 1, "destId": 2, "cost": 1.0}]}))
-    args = argparse.Namespace(folder=str(tmp_path), time_limit=1.0, method="default",
-                              seed=0, only=None, quiet=True)
-    for cost, code in ((17.79, 0), (17.79 * 1.01, 1)):
-        monkeypatch.setattr(jp, "search", lambda *a, _c=cost, **k: types.SimpleNamespace(
-            cost=_c))
-        assert workloads.run(args) == code
-        assert ("MISSED" in capsys.readouterr().out) == (code == 1)
+    assert main(["bench", name, "--count", "3", "--help"]) == 2
+    err = _one_line_error(capsys, f"experiments/bench/{name}.py")
+    assert f"python -m experiments.bench.{name}" in err
+    assert name in MOVED and name not in BENCHES
+    assert main(["bench", "--help"]) == 0
+    listing = capsys.readouterr().out
+    assert "decode" in listing and f"    {name} " not in listing
 
 
 def test_bench_decode_quotes_a_failing_yardstick(tmp_path, capsys):
@@ -359,7 +353,7 @@ def test_bench_decode_quotes_a_failing_yardstick(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("argv", [["partition", "g.json"], ["certify", "g.json"],
-                                  ["import", "m.onnx"], ["bench", "workloads"],
+                                  ["import", "m.onnx"], ["bench", "bounds"],
                                   ["bench", "decode"], ["bench", "search"]])
 def test_quiet_on_every_long_command(argv):
     from jaxplace.cli.main import build_parser

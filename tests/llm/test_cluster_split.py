@@ -106,23 +106,6 @@ def test_evaluate_split_agrees_with_the_plan_and_finds_overflow():
     assert not fits[0] and fits[1]
 
 
-def test_bench_frameworks_cluster_rows(tmp_path, capsys):
-    import json
-
-    from jaxplace.cli.main import main
-
-    config = tmp_path / "tiny.json"
-    config.write_text(json.dumps(TINY))
-    cluster = tmp_path / "c.json"
-    cluster.write_text(json.dumps({"devices": ["h100", "t4", "a100"], "bandwidth": 2e10}))
-    assert main(["bench", "frameworks", "--configs", str(config), "--ks", "2",
-                 "--mode", "inference", "--cluster", str(cluster), "--time-limit", "2",
-                 "--certify-time", "5"]) == 0
-    out = capsys.readouterr().out
-    row = [line for line in out.splitlines() if " 3  " in line and "orders" in line]
-    assert row and "optimal (6 orders)" in row[-1]
-
-
 def test_partition_config_on_cluster_then_export(tmp_path, capsys):
     import json
 

@@ -94,7 +94,7 @@ def test_parameter_shapes_are_the_flax_models():
 
 
 def test_node_distribution_compiles_nothing_and_builds_no_model():
-    from jaxplace.bench.compiles import count_compiles
+    from jaxplace.compile_cache import count_compiles
 
     p = jp.Problem(regal(3, n=60), 8)
     pol = load_policy(problem=p)

@@ -126,3 +126,27 @@ def test_the_checks_see_violations():
                     readme) == ["b.md"]
     assert PERIOD.search("compile_s25.py") and PERIOD.search("gpu_s24/run1.log")
     assert not PERIOD.search("policy_history_gnn-v1.md") and not PERIOD.search("scale.md")
+
+
+#: modules of experiments/bench/ that are helpers, not benchmarks
+BENCH_HELPERS = frozenset({"command", "tables"})
+
+
+def test_every_lab_benchmark_is_listed_with_its_command():
+    """Every benchmark is in one obvious place: the research ones in experiments/bench/,
+    each listed in the README with its command, and `jaxplace bench` answers each moved
+    name with a file that exists; none of them is left in the package."""
+    from jaxplace.bench import BENCHES, MOVED
+
+    readme = (LAB / "README.md").read_text(encoding="utf-8")
+    benches = sorted(p.stem for p in (LAB / "bench").glob("*.py")
+                     if p.stem not in BENCH_HELPERS)
+    assert len(benches) >= 8, benches
+    missing = [b for b in benches if f"`python -m experiments.bench.{b}" not in readme]
+    assert not missing, f"list these with their command in experiments/README.md: {missing}"
+    assert not set(MOVED) & set(BENCHES)
+    for name, path in MOVED.items():
+        assert (ROOT / path).is_file(), path
+        assert not (PKG / "bench" / f"{name}.py").exists(), name
+    for name in BENCHES:
+        assert (PKG / "bench" / f"{name}.py").is_file(), name

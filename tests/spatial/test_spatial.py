@@ -16,7 +16,6 @@ import pytest
 from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
 
-from jaxplace.bench.spatial import sub_cluster
 from jaxplace.cli.main import main
 from jaxplace.cluster import load_cluster, uniform_cluster
 from jaxplace.spatial.api import plan_spatial, to_json
@@ -48,6 +47,14 @@ from jaxplace.spatial.plan import (
 RTOL, ATOL = 1e-4, 1e-5
 # Examples that run XLA are slow to shrink (each step compiles): report them as drawn.
 NO_SHRINK = (Phase.explicit, Phase.reuse, Phase.generate)
+
+
+def sub_cluster(cluster, k: int):
+    """The first k devices of a cluster and their links."""
+    from jaxplace.cluster import Cluster
+
+    return Cluster(cluster.devices[:k], cluster.bandwidth[:k, :k].copy(),
+                   cluster.latency[:k, :k].copy(), name=f"{cluster.name}[:{k}]")
 
 
 def close(out, ref) -> bool:
@@ -531,10 +538,3 @@ def test_channel_split_holds_a_share_of_the_weights():
     by_h = Plan(tuple(b.layers), tuple(split(la, "h", [1, 1, 1]) for la in b.layers), 3)
     assert weight_bytes(by_c) == pytest.approx([full / 3] * 3)
     assert weight_bytes(by_h) == pytest.approx([full] * 3)
-
-
-def test_bench_spatial_smoke(capsys):
-    assert main(["bench", "spatial", "--models", "yolo", "--sizes", "64", "--devices", "2",
-                 "--no-unequal", "--no-bbgrap"]) == 0
-    out = capsys.readouterr().out
-    assert "yolo" in out and "best/one" in out

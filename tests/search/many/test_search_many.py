@@ -191,7 +191,7 @@ def test_ctrl_c_keeps_every_best(monkeypatch):
 
 CACHE_PROBE = """
 import jaxplace as jp
-from jaxplace.bench.compiles import count_compiles
+from jaxplace.compile_cache import count_compiles
 from jaxplace.search.many import search_many
 p = jp.Problem(jp.CompGraph([1.0, 2, 3, 4, 5, 6], [(0, 1), (1, 2), (2, 3), (3, 4), (4, 5)],
                             [1.0] * 6, [1.0] * 6), 2)
