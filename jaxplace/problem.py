@@ -8,10 +8,8 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from jaxplace.cluster.model import Cluster
 from jaxplace.errors import JaxplaceError
 from jaxplace.graph import CompGraph
-from jaxplace.objectives.registry import objective_of, problem_objectives
 
 
 def _plain(v) -> str:
@@ -120,15 +118,21 @@ class Problem:
     def objective_impl(self):
         """The `jaxplace.objectives.Objective` serving this problem (by its objective
         name and cluster): every question about costs, bounds and methods goes to it."""
+        from jaxplace.objectives.registry import objective_of
+
         return objective_of(self)
 
     def _check_objective(self) -> None:
+        from jaxplace.objectives.registry import problem_objectives
+
         names = problem_objectives()
         if self.objective not in names:
             raise JaxplaceError(f"must be one of {', '.join(names)}, got "
                                 f"{self.objective!r}", field="objective")
         c = self.cluster
         if c is not None:
+            from jaxplace.cluster.model import Cluster
+
             if not isinstance(c, Cluster):
                 raise JaxplaceError(f"expected a Cluster, got {type(c).__name__}",
                                     field="cluster")
