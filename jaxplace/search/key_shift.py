@@ -11,6 +11,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxplace.progress import bar
+
 LOCAL_BATCH = 64
 LOCAL_CHUNK = 8
 
@@ -60,7 +62,6 @@ def brkga_then_shift(req, seeds, *, budget_brkga: int, population: int, patience
     `req.budget`: the two phases shared by the latency and unequal-device defaults.
 
     Returns (best_x, best_f, evaluations, history, interrupted, info)."""
-    from jaxplace.progress import bar
     from jaxplace.search.driver import run_program
     from jaxplace.search.methods import evolve
     from jaxplace.search.programs import SearchData

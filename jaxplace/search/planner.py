@@ -23,6 +23,8 @@ import time
 
 import numpy as np
 
+from jaxplace.errors import JaxplaceError
+from jaxplace.objectives.throughput.cost import evaluate_partition
 from jaxplace.partition import Partition
 from jaxplace.search.request import SearchRequest
 from jaxplace.search.result import History, Result
@@ -93,8 +95,6 @@ def _named_exact(obj, name):
     the objective lacks the capability it models)."""
     import importlib
 
-    from jaxplace.errors import JaxplaceError
-
     if name not in EXACT_METHODS:
         raise JaxplaceError(f"unknown exact method {name!r}; choose from "
                             f"{', '.join(EXACT_METHODS)}", field="exact")
@@ -145,8 +145,6 @@ def _exact_first(req: SearchRequest, facts: dict, exact=None) -> Result | None:
 def _partition_of(problem, assignment, cost: float) -> Partition:
     """The `Partition` of a contiguous assignment: its blocks in pipeline order, each
     in the graph's topological order (the slicing of that order into those blocks)."""
-    from jaxplace.objectives.throughput.cost import evaluate_partition
-
     pc = evaluate_partition(problem, assignment)
     rank = np.empty(len(pc.total), np.int64)
     rank[pc.block_order] = np.arange(len(pc.total))

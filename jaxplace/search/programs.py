@@ -36,6 +36,7 @@ from flax import struct
 from jaxplace.decoder.kahn import kahn_one, positions, priority_keys
 from jaxplace.decoder.layout import Spec, bucket
 from jaxplace.decoder.scoring import score, score_orders, unit_priorities
+from jaxplace.errors import JaxplaceError
 from jaxplace.problem import Problem
 from jaxplace.search.brkga import flat_draw
 
@@ -218,8 +219,6 @@ class EvosaxProgram:
 
     @cached_property
     def algo(self):
-        from jaxplace.errors import JaxplaceError
-
         cls = algorithms()[self.name]
         kw = {**ALGORITHM_KWARGS.get(self.name, {}), **dict(self.options)}
         try:

@@ -53,7 +53,9 @@ import numpy as np
 
 from jaxplace.decoder.batching import usable_cores
 from jaxplace.errors import JaxplaceError
+from jaxplace.objectives.throughput.cost import simple_lower_bound
 from jaxplace.objectives.throughput.polish import POLISH_MIP_NODES
+from jaxplace.objectives.throughput.reference import decode_reference
 from jaxplace.problem import Problem
 from jaxplace.search.many.buckets import MAX_PROGRAMS, Bucket, plan_buckets, problem_class
 from jaxplace.search.many.run import (  # noqa: F401 (POLISH_MAX_TIME: public here)
@@ -124,8 +126,6 @@ def prepare(problem: Problem, index: int, coupled: bool | None = None,
     `coupled`; None: the default search's rule, k >= 8) the policy distribution.
     `policies`: loaded policies by name, shared by the problems of one call."""
     from jaxplace.decoder.layout import graph_structure
-    from jaxplace.objectives.throughput.cost import simple_lower_bound
-    from jaxplace.objectives.throughput.reference import decode_reference
     from jaxplace.search.baselines import seed_priorities
 
     if not isinstance(problem, Problem):
@@ -360,8 +360,6 @@ def _settings(method, time_limit, budget, seed, polish, options, mode=None
 
 def seed_result(p: Prepared, start: float, interrupted: bool = True) -> Result:
     """The best heuristic order's result (a problem whose search never ran)."""
-    from jaxplace.objectives.throughput.reference import decode_reference
-
     part = decode_reference(p.problem, p.x_seed)
     return Result(cost=float(part.cost), partition=part, priorities=p.x_seed,
                   evaluations=0, wall_time=time.perf_counter() - start,

@@ -26,6 +26,7 @@ import numpy as np
 
 from jaxplace.decoder.layout import Spec, graph_structure, search_spec
 from jaxplace.decoder.window import block_bounds, needed_window
+from jaxplace.errors import JaxplaceError
 from jaxplace.problem import Problem
 
 #: Compiled programs (buckets) of a `search_many` call unless asked otherwise.
@@ -91,8 +92,6 @@ def plan_buckets(classes: list[tuple[Spec, int | None, int]],
     """Buckets of the problems whose `problem_class` are `classes` (see module doc);
     members in input order, buckets ordered by their first member."""
     if max_programs < 1:
-        from jaxplace.errors import JaxplaceError
-
         raise JaxplaceError("must be at least 1", field="max_programs")
     by_spec: dict[tuple, Bucket] = {}
     for i, (spec, need, size) in enumerate(classes):

@@ -10,6 +10,7 @@ from dataclasses import replace
 import numpy as np
 
 from jaxplace.errors import JaxplaceError
+from jaxplace.objectives.throughput.reference import decode_reference
 from jaxplace.search.islands import IslandGroup, check_problems
 from jaxplace.search.many.api import ManySettings, prepare, seed_result
 from jaxplace.search.many.buckets import Bucket
@@ -30,8 +31,6 @@ def islands_search(req) -> Result:
     refinement's rounds on the best; default: the platform's). The first island starts from
     the better of the best heuristic order and the request's first seed row. No MIP
     polish (the default method has it)."""
-    from jaxplace.objectives.throughput.reference import decode_reference
-
     p = req.problem
     check_problems([p], field="problem")
     unknown = sorted(set(req.options) - set(ISLAND_OPTIONS))

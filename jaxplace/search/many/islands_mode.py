@@ -38,6 +38,7 @@ import numpy as np
 from jaxplace.decoder.batching import DEFAULT_MEMORY_BUDGET
 from jaxplace.decoder.evaluator import AUTO_IMPL, default_platform
 from jaxplace.errors import JaxplaceError
+from jaxplace.objectives.throughput.reference import decode_reference
 from jaxplace.search.islands import (
     IslandGroup,
     IslandSettings,
@@ -264,8 +265,6 @@ def refine_results(group: IslandGroup, results: list, steps: int):
 def finish(m, r, s: IslandSettings, times: list[float], info: dict, settings, start: float,
            interrupted: bool, cancel: threading.Event | None = None) -> Result:
     """The Result of problem `m` (a `Prepared`) from its `IslandResult`."""
-    from jaxplace.objectives.throughput.reference import decode_reference
-
     p = m.problem
     x = np.asarray(r.x, np.float32)[:p.n]
     part = decode_reference(p, x)

@@ -23,6 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxplace.decoder.layout import stack_graphs
+from jaxplace.objectives.throughput.reference import decode_reference
 from jaxplace.search.many.program import DONE, LOCAL, ManyData, ManyProgram, many_chunk
 from jaxplace.search.result import History, Result
 
@@ -213,8 +214,6 @@ class BucketRun:
     # -- results ----------------------------------------------------------------------
 
     def _finish(self, i: int, x, evals: int, interrupted: bool) -> tuple[int, Result]:
-        from jaxplace.objectives.throughput.reference import decode_reference
-
         m = self.members[i]
         p = m.problem
         x = np.asarray(x, np.float32)[:p.n]
@@ -259,8 +258,6 @@ def polish_result(problem, lower_bound: float, part, x, evals: int, info: dict,
         polish_skipped,
         polish_time,
     )
-    from jaxplace.objectives.throughput.reference import decode_reference
-
     want = settings.polish
     if want is False or (want is None and not polish_applies(problem)):
         return part, x, evals
