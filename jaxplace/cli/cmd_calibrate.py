@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from jaxplace.errors import JaxplaceError
+
 HELP = "measure this machine and fit a device profile (needs the torch extra)"
 DESCRIPTION = (
     "Run microbenchmarks on one thread (matmuls for the matrix peak, exp for the vector "
@@ -43,8 +45,6 @@ def add_arguments(p) -> None:
 
 
 def _ints(text: str, field: str) -> list[int]:
-    from jaxplace.errors import JaxplaceError
-
     try:
         out = [int(x) for x in text.split(",") if x.strip()]
     except ValueError:
@@ -58,7 +58,6 @@ def _ints(text: str, field: str) -> list[int]:
 def _loop(args, known, base, out) -> int:
     from jaxplace.calibrate import closed_loop
     from jaxplace.calibrate.micro import run_microbenchmarks
-    from jaxplace.errors import JaxplaceError
     from jaxplace.importers.devices import save_profile
 
     if args.loop not in known:
@@ -79,7 +78,6 @@ def _loop(args, known, base, out) -> int:
 def run(args) -> int:
     from pathlib import Path
 
-    from jaxplace.errors import JaxplaceError
     from jaxplace.importers.devices import get_device
 
     ks = _ints(args.ks, "--ks")

@@ -47,6 +47,7 @@ from jaxplace.importers.builder import GraphBuilder
 from jaxplace.importers.coarsen import coarsen as _coarsen
 from jaxplace.importers.devices import DeviceProfile, get_device
 from jaxplace.importers.fusion import fuse
+from jaxplace.importers.nnx_scopes import module_scopes
 
 _CALL_KEYS = ("jaxpr", "call_jaxpr", "fun_jaxpr")
 _PARAM_VIEW_OPS = frozenset({"reshape", "broadcast_in_dim", "squeeze", "expand_dims",
@@ -368,8 +369,6 @@ def _merged(graphdef):
     from flax import nnx
 
     def call(state, *a, **kw):
-        from jaxplace.importers.nnx_scopes import module_scopes
-
         model = nnx.merge(graphdef, state)
         with module_scopes(model):  # ops named by module path: layers.0/attn/q/...
             return model(*a, **kw)
