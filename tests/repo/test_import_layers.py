@@ -64,7 +64,8 @@ LAYERS = (
     "view",  # plans drawn: HTML pages, matplotlib figures, Chrome traces
     "calibrate",  # measured device profiles: microbenchmarks, fits, the closed loop
     "testing",  # the conformance check: runs every entry point of an objective
-    "bench", "cli", "__main__",
+    "bench",  # the benchmarks a user runs (jaxplace bench); research ones: experiments/bench/
+    "cli", "__main__",
 )
 
 #: (importer layer, imported later layer) pairs that exist today; only ever remove.
