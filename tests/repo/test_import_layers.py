@@ -10,10 +10,17 @@ Imports inside `if TYPE_CHECKING:` (annotations only) are not dependencies.
   import of a later layer from an earlier one, at module level or inside a function, is
   a violation. The violations that exist are recorded in `ALLOWED_UPWARD`: the set may
   only shrink (a new one fails; one that is gone must be removed from the list).
+- One lazy-import boundary: a jaxplace module is imported inside a function only where
+  what the import runs at module level (package faces included) loads a heavy package
+  (`HEAVY_PACKAGES`: jax, HiGHS, onnx, torch, ...), or where the importer is on the
+  start-up path (`import jaxplace`, `jaxplace --help`) and the target is not; the modules
+  that keep others are in `ALLOWED_LIGHT_LAZY` (only shrinks). Module-level imports form
+  no cycle at import time, package faces included.
 
 Loads by string (`importlib.import_module`, registry "module:attr" entries) are not
 imports: they are how the package face and the registries defer loading. The package
-face `jaxplace/__init__.py` is left out for the same reason.
+face `jaxplace/__init__.py` is left out of the layer checks for the same reason (the
+lazy-import checks follow it: importing any jaxplace module runs it).
 """
 
 from __future__ import annotations
@@ -314,3 +321,247 @@ def test_the_checks_see_violations():
         ("jaxplace.search", "jaxplace.search.api", (), 3)]) == [
         "objectives.latency:2 -> objectives.latency.search"]
     assert _cycles({"a", "b", "c"}, {"a": {"b"}, "b": {"a"}, "c": {"a"}}) == [{"a", "b"}]
+
+
+# The lazy-import boundary. An import inside a function defers loading only when what it
+# loads is heavy; any other one just hides a dependency from the reader (and costs a dict
+# lookup per call). So a jaxplace module is imported inside a function only where its
+# module-level import closure (package faces included: importing a.b.c runs a/__init__ and
+# a/b/__init__ first) reaches one of these packages, or where the importer is on the
+# start-up path (`import jaxplace`, `jaxplace --help`) and the target is not: the face,
+# `Problem` and the command modules keep start-up at what it loads today.
+#
+# networkx is heavy too: `python -X importtime -c "import numpy, networkx"` puts it at
+# 150-390 ms on top of numpy (2026-11-29, loaded 2-core machine), as much as all of
+# `import jaxplace` (105-265 ms), for the node-link reader only.
+HEAVY_PACKAGES = frozenset({
+    "jax", "jaxlib", "flax", "optax", "evosax", "chex", "highspy", "onnx", "onnxruntime",
+    "torch", "ray", "matplotlib", "scipy", "networkx"})
+
+_REWRITTEN = ("rewritten while this check went in (issue 64: benchmarks out of the wheel, one "
+              "registry for the commands); hoist its imports once that lands")
+#: modules whose light function-level imports stay, module -> why; only ever remove.
+ALLOWED_LIGHT_LAZY: dict[str, str] = {
+    **dict.fromkeys(("bench.batch", "bench.bounds", "bench.bounds_onnx", "bench.decode",
+                     "bench.gpu", "bench.phases", "bench.search", "bench.search_time",
+                     "cli.cmd_warmup", "cli.main"), _REWRITTEN),
+    # `generate` is defined by the generators face, which imports latency_models: at
+    # module level, importing latency_models first would find the face half-run
+    "generators.latency_models": "takes a name from its own package's face (a cycle)",
+}
+
+
+def _statements(tree: ast.AST, in_function: bool = False):
+    """(import statement, inside a function or method) for every import in `tree`,
+    `if TYPE_CHECKING:` blocks left out (annotations only: never run)."""
+    for node in ast.iter_child_nodes(tree):
+        if _type_checking(node):
+            for stmt in node.orelse:
+                yield from _statements(ast.Module(body=[stmt], type_ignores=[]), in_function)
+            continue
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            yield node, in_function
+        yield from _statements(node, in_function or isinstance(
+            node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)))
+
+
+def _lazy_faces(trees: dict[str, ast.AST]) -> dict[str, dict[str, str]]:
+    """package -> {name: module} of the faces that load names on first access (a module
+    `__getattr__` reading a `{name: "module"}` dict; a module without a dot is relative)."""
+    out = {}
+    for module, tree in trees.items():
+        if not any(isinstance(n, ast.FunctionDef) and n.name == "__getattr__" for n in tree.body):
+            continue
+        names = {}
+        for n in tree.body:
+            if isinstance(n, (ast.Assign, ast.AnnAssign)) and isinstance(n.value, ast.Dict):
+                for k, v in zip(n.value.keys, n.value.values, strict=True):
+                    if isinstance(k, ast.Constant) and isinstance(v, ast.Constant) \
+                            and isinstance(v.value, str):
+                        names[k.value] = v.value if "." in v.value else f"{module}.{v.value}"
+        out[module] = names
+    return out
+
+
+def _parents(module: str) -> list[str]:
+    parts = module.split(".")
+    return [".".join(parts[:i]) for i in range(1, len(parts))]
+
+
+def _loads(node, modules: set[str], faces) -> tuple[set[str], set[str], set[str]]:
+    """What running one import statement loads: (the jaxplace modules it names, their
+    parent packages (run first), the third-party top-level packages)."""
+    named, third = set(), set()
+    if isinstance(node, ast.Import):
+        for alias in node.names:
+            if alias.name.split(".")[0] == "jaxplace":
+                named.add(alias.name)
+            else:
+                third.add(alias.name.split(".")[0])
+    elif not node.level and node.module:
+        if node.module.split(".")[0] != "jaxplace":
+            third.add(node.module.split(".")[0])
+        else:
+            for alias in node.names:
+                sub = f"{node.module}.{alias.name}"
+                if sub in modules:  # `from package import module`: the package runs first
+                    named.add(sub)
+                else:  # a name the module defines, or a lazy face loads
+                    named.add(node.module)
+                    if alias.name in faces.get(node.module, {}):
+                        named.add(faces[node.module][alias.name])
+    named &= modules
+    parents = {p for m in named for p in _parents(m)} & modules
+    return named, parents - named, third
+
+
+def import_graph(trees: dict[str, ast.AST]):
+    """(module-level loads, heavy modules, function-level imports) of the modules in
+    `trees` (name -> source tree). Module-level loads: module -> (jaxplace modules its
+    module-level imports name, parent packages they run, third-party packages), with the
+    module's own parents among the parents. A module is heavy when its module-level
+    closure (parents included) loads a package of HEAVY_PACKAGES. Function-level imports:
+    (importer, imported, line, modules the statement loads)."""
+    modules, faces = set(trees), _lazy_faces(trees)
+    level: dict[str, tuple[set[str], set[str], set[str]]] = {}
+    inner = []
+    for module, tree in trees.items():
+        named, parents, third = set(), set(_parents(module)) & modules, set()
+        for node, in_function in _statements(tree):
+            n, p, t = _loads(node, modules, faces)
+            if in_function:
+                if n:
+                    target = node.module if isinstance(node, ast.ImportFrom) else \
+                        node.names[0].name
+                    inner.append((module, target, node.lineno, n | p))
+            else:
+                named |= n
+                parents |= p
+                third |= t
+        level[module] = (named - {module}, parents, third)
+    heavy = {m for m in modules
+             if any(level[x][2] & HEAVY_PACKAGES for x in _closure(level, {m}))}
+    return level, heavy, inner
+
+
+def _closure(level, roots) -> set[str]:
+    """The jaxplace modules that importing `roots` runs (module-level imports, faces)."""
+    seen, todo = set(), list(roots)
+    while todo:
+        m = todo.pop()
+        if m not in seen:
+            seen.add(m)
+            todo += [*level[m][0], *level[m][1]]
+    return seen
+
+
+def startup_paths(trees) -> dict[str, set[str]]:
+    """What a user waits for before anything runs: `import jaxplace` (the face's
+    module-level closure) and `jaxplace --help` (that of the face, `cli.main` and the
+    command modules it names: its parser imports each one for its help line)."""
+    level = import_graph(trees)[0]
+    main = trees.get("jaxplace.cli.main", ast.Module(body=[], type_ignores=[]))
+    commands = {n.value for a in main.body if isinstance(a, ast.Assign)
+                and any(isinstance(t, ast.Name) and t.id == "COMMANDS" for t in a.targets)
+                for n in ast.walk(a.value) if isinstance(n, ast.Constant) and n.value in trees}
+    return {"import jaxplace": _closure(level, {"jaxplace"} & set(trees)),
+            "jaxplace --help": _closure(
+                level, {"jaxplace", "jaxplace.cli.main", *commands} & set(trees))}
+
+
+def light_lazy_imports(trees) -> dict[tuple[str, str], list[str]]:
+    """(importer, imported) -> lines of the function-level imports that delay nothing:
+    they load no heavy module and, in a module that `import jaxplace` or `jaxplace --help`
+    runs (`startup_paths`), nothing that path does not load already. They belong at module
+    level."""
+    level, heavy, inner = import_graph(trees)
+    paths = startup_paths(trees).values()
+    found = defaultdict(list)
+    for importer, target, line, loads in inner:
+        if loads & heavy:
+            continue
+        if any(importer in path and not _closure(level, loads) <= path for path in paths):
+            continue  # at module level it would slow `import jaxplace` or `--help`
+        found[_short(importer), _short(target)].append(f"{_short(importer)}:{line}")
+    return found
+
+
+def import_time_cycles(trees) -> list[set[str]]:
+    """Cycles in what module-level imports run: each module to the modules its imports
+    name and to their parent packages, but not to its own parents (a package face that
+    imports its own module is the usual face, not a cycle; a name taken from one's own
+    face, `from jaxplace.pkg import name`, still counts)."""
+    level, _, _ = import_graph(trees)
+    succ = {m: (named | (parents - set(_parents(m)))) - {m}
+            for m, (named, parents, _) in level.items()}
+    return _cycles(set(succ), succ)
+
+
+def _source_trees() -> dict[str, ast.AST]:
+    files = {_module_name(p): p for p in PKG.rglob("*.py") if "__pycache__" not in p.parts}
+    return {m: ast.parse(p.read_text(encoding="utf-8"), filename=str(p))
+            for m, p in files.items()}
+
+
+@pytest.fixture(scope="module")
+def trees():
+    return _source_trees()
+
+
+def test_jaxplace_imports_inside_functions_only_for_heavy_targets(trees):
+    found = light_lazy_imports(trees)
+    assert len(import_graph(trees)[1]) > 20, "no heavy module found: is the closure right?"
+    new = {k: v for k, v in found.items() if k[0] not in ALLOWED_LIGHT_LAZY}
+    assert not new, ("an import inside a function of a jaxplace module that loads nothing "
+                     "heavy (HEAVY_PACKAGES): import it at module level:\n" + "\n".join(
+                         f"{a} -> {b}: {', '.join(s)}" for (a, b), s in sorted(new.items())))
+    gone = sorted(set(ALLOWED_LIGHT_LAZY) - {importer for importer, _ in found})
+    assert not gone, f"these are gone: remove them from ALLOWED_LIGHT_LAZY: {gone}"
+
+
+def test_no_cycle_at_import_time(trees):
+    """Module-level imports, package faces included, form no cycle: whichever module is
+    imported first, every module it needs is complete when it runs."""
+    cycles = import_time_cycles(trees)
+    assert not cycles, "import-time cycles: " + "; ".join(
+        " <-> ".join(sorted(_short(m) for m in c)) for c in cycles)
+
+
+def test_the_lazy_import_check_sees_violations():
+    """Heavy through a parent face, a lazy face's name and a third-party import; light
+    ones flagged; `TYPE_CHECKING` blocks ignored; a name from one's own face a cycle."""
+    src = {
+        "jaxplace": "import jaxplace.s\n",
+        "jaxplace.s": ("import jaxplace.a\n"  # on the start-up path
+                       "def f():\n"
+                       "    import jaxplace.b.light\n"    # not loaded at start-up: lazy
+                       "    from jaxplace.a.x import g\n"),  # loaded already: flagged
+        "jaxplace.a": "import jaxplace.a.x\n",
+        "jaxplace.a.x": "import numpy\n",
+        "jaxplace.b": "def __getattr__(n): ...\n_LAZY = {'f': 'h'}\n",
+        "jaxplace.b.h": "import jax\n",
+        "jaxplace.b.light": "X = 1\n",
+        "jaxplace.c": "import networkx\n",
+        "jaxplace.c.y": "",
+        "jaxplace.u": (
+            "from typing import TYPE_CHECKING\n"
+            "if TYPE_CHECKING:\n    from jaxplace.a.x import T\n"
+            "def f():\n"
+            "    from jaxplace.a.x import g\n"      # light: flagged
+            "    from jaxplace.b import f\n"        # the lazy face's heavy module
+            "    from jaxplace.c.y import z\n"      # heavy through its parent face
+            "    import numpy\n"                    # third-party: not this check's
+            "class K:\n"
+            "    def m(self):\n"
+            "        import jaxplace.b.light\n"),   # light, in a method: flagged
+        "jaxplace.v": "from jaxplace.u import f\n",
+    }
+    trees = {m: ast.parse(s) for m, s in src.items()}
+    assert import_graph(trees)[1] == {"jaxplace.b.h", "jaxplace.c", "jaxplace.c.y"}
+    assert light_lazy_imports(trees) == {("u", "a.x"): ["u:5"], ("u", "b.light"): ["u:11"],
+                                         ("s", "a.x"): ["s:4"]}
+    trees["jaxplace.a"] = ast.parse("import jaxplace.a.x\nimport jaxplace.a.w\n")
+    trees["jaxplace.a.w"] = ast.parse("from jaxplace.a import x\n")  # a face's own module
+    assert import_time_cycles(trees) == []
+    trees["jaxplace.a.w"] = ast.parse("from jaxplace.a import x, name\n")
+    assert import_time_cycles(trees) == [{"jaxplace.a", "jaxplace.a.w"}]
