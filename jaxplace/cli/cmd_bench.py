@@ -6,6 +6,7 @@ experiments/bench/) answers where it went, in one line, exit status 2."""
 from __future__ import annotations
 
 import importlib
+import re
 
 from jaxplace.cli.runner import Runner, Stopped
 from jaxplace.errors import JaxplaceError
@@ -20,9 +21,7 @@ def _module(name: str):
 
 
 def add_arguments(p) -> None:
-    import argparse
-
-    from jaxplace.bench import BENCHES, MOVED
+    from jaxplace.bench import BENCHES
 
     bsub = p.add_subparsers(dest="bench", metavar="NAME")
     for name in BENCHES:
@@ -31,9 +30,32 @@ def add_arguments(p) -> None:
         mod.add_arguments(bp)
         if not any("--quiet" in a.option_strings for a in bp._actions):
             bp.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
-    for name in MOVED:  # unlisted (no help); `run` says where it went, whatever follows
-        mp = bsub.add_parser(name, add_help=False)
-        mp.parse_known_args = lambda args=None, namespace=None: (argparse.Namespace(), [])
+    _answer_moved_names(p)
+
+
+def moved_message(name: str) -> str:
+    """Where the research benchmark `name` of `jaxplace.bench.MOVED` went."""
+    from jaxplace.bench import MOVED
+
+    return (f"`jaxplace bench {name}` moved out of the package to {MOVED[name]}: from a "
+            f"checkout of the repository run `python -m experiments.bench.{name} --help`")
+
+
+def _answer_moved_names(p) -> None:
+    """A moved name is no choice of NAME (so neither the help nor the error for an
+    unknown name lists it): argparse rejects it before anything after it is read, and
+    its error becomes the one line saying where the benchmark went."""
+    from jaxplace.bench import MOVED
+
+    plain_error = p.error
+
+    def error(message: str):
+        m = re.search(r"invalid choice: '([^']*)'", message)
+        if m and m[1] in MOVED:
+            p.exit(2, f"jaxplace: error: {moved_message(m[1])}\n")
+        plain_error(message)
+
+    p.error = error
 
 
 def run(args) -> int:
@@ -41,11 +63,8 @@ def run(args) -> int:
 
     if args.bench is None:
         raise JaxplaceError(f"give a benchmark NAME: {', '.join(BENCHES)}")
-    if args.bench in MOVED:
-        raise JaxplaceError(
-            f"`jaxplace bench {args.bench}` moved out of the package to {MOVED[args.bench]}"
-            f": from a checkout of the repository run `python -m experiments.bench."
-            f"{args.bench} --help`")
+    if args.bench in MOVED:  # (argparse answers first; kept for callers of `run`)
+        raise JaxplaceError(moved_message(args.bench))
     mod = _module(args.bench)
     with Runner(quiet=getattr(args, "quiet", False)) as runner:
         try:

@@ -341,6 +341,9 @@ def test_bench_of_a_moved_benchmark_says_where_it_went(name, capsys):
     assert main(["bench", "--help"]) == 0
     listing = capsys.readouterr().out
     assert "decode" in listing and f"    {name} " not in listing
+    assert main(["bench", "nosuch"]) == 2
+    err = _one_line_error(capsys, "invalid choice: 'nosuch'")
+    assert "'gpu'" in err and f"'{name}'" not in err
 
 
 def test_bench_decode_quotes_a_failing_yardstick(tmp_path, capsys):
