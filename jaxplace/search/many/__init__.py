@@ -9,8 +9,8 @@ compiled step of a bucket), `run` (one bucket's host loop, streaming, MIP polish
 
 from jaxplace.search.many.api import (
     CHUNK_STEPS,
+    MANY_POLISH_MAX_TIME,
     METHOD,
-    POLISH_MAX_TIME,
     POPULATION,
     ManySettings,
     Prepared,
@@ -23,6 +23,6 @@ from jaxplace.search.many.api import (
 )
 from jaxplace.search.many.buckets import MAX_PROGRAMS
 
-__all__ = ["CHUNK_STEPS", "MAX_PROGRAMS", "METHOD", "POLISH_MAX_TIME", "POPULATION",
+__all__ = ["CHUNK_STEPS", "MANY_POLISH_MAX_TIME", "MAX_PROGRAMS", "METHOD", "POPULATION",
            "ManySettings", "Prepared", "bucket_summary", "iter_search_many",
            "policy_distribution", "prepare", "search_many", "seed_result"]

@@ -14,7 +14,7 @@ search on the order from the better of BRKGA's best and the best heuristic order
 each problem on its own schedule with its own budget, patience and target (the
 simple lower bound). For k <= 4 a problem's best partition then gets the default
 search's MIP polish (`polish_nodes` branch-and-bound nodes; under a time limit also
-at most POLISH_MAX_TIME seconds of HiGHS).
+at most MANY_POLISH_MAX_TIME seconds of HiGHS).
 
 Results stream out as each problem finishes (`on_result(index, result)`, or
 `iter_search_many` as a generator); Ctrl-C or `cancel.set()` stops the run and
@@ -56,18 +56,20 @@ from jaxplace.errors import JaxplaceError
 from jaxplace.objectives.throughput.cost import simple_lower_bound
 from jaxplace.objectives.throughput.polish import POLISH_MIP_NODES
 from jaxplace.objectives.throughput.reference import decode_reference
+from jaxplace.objectives.throughput.search import (  # the default search's settings
+    BRKGA_SHARE,
+    POPULATION,
+)
 from jaxplace.problem import Problem
 from jaxplace.search.many.buckets import MAX_PROGRAMS, Bucket, plan_buckets, problem_class
-from jaxplace.search.many.run import (  # noqa: F401 (POLISH_MAX_TIME: public here)
-    POLISH_MAX_TIME,
+from jaxplace.search.many.run import (  # noqa: F401 (MANY_POLISH_MAX_TIME: public here)
+    MANY_POLISH_MAX_TIME,
     bucket_groups,
     default_group,
     run_bucket,
 )
 from jaxplace.search.result import History, Result
 
-#: Population of the BRKGA phase (and neighbours per local-search step).
-POPULATION = 100
 #: Steps per compiled call between host checks (time limit, streaming, focus refresh).
 CHUNK_STEPS = 8
 METHOD = "many"
@@ -81,7 +83,7 @@ class ManySettings:
     time_limit: seconds per bucket (None: none); polish: None (the default search's
     rule: k <= 4), True or False; polish_nodes: its branch-and-bound nodes (a
     deterministic limit); polish_max_time: its HiGHS seconds at most (None: none
-    without a time limit, POLISH_MAX_TIME under one; a number is a wall-clock limit
+    without a time limit, MANY_POLISH_MAX_TIME under one; a number is a wall-clock limit
     the user gave, so results may then depend on the load); group:
     problems of a bucket advanced together by one program call (None:
     `default_group`; mode "islands": as many as fit the device's memory); mode:
@@ -93,7 +95,7 @@ class ManySettings:
     budget: int | None = None
     time_limit: float | None = None
     population: int = POPULATION
-    brkga_share: float = 1 / 3
+    brkga_share: float = BRKGA_SHARE
     brkga_patience: int | None = None
     patience: int | None = None
     polish: bool | None = None
@@ -202,7 +204,7 @@ def search_many(problems: Sequence[Problem], method: str | None = None, *,
             `group` (problems per program call; default: 1 on CPUs, the whole bucket
             on accelerators), `polish_nodes` (branch-and-bound nodes of the MIP polish;
             default POLISH_MIP_NODES), `polish_max_time` (seconds, a wall-clock limit;
-            default: none without a time limit, POLISH_MAX_TIME under one). Mode
+            default: none without a time limit, MANY_POLISH_MAX_TIME under one). Mode
             "islands": `islands`, `population` (per island), `migrate_every`,
             `migrants`, `elite_fraction`, `mutant_fraction`, `rho`, `impl`, `group`
             (defaults: `islands_mode.CPU_ISLANDS` on CPUs, else ACCELERATOR_ISLANDS),

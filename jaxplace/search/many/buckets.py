@@ -25,14 +25,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from jaxplace.decoder.layout import Spec, graph_structure, search_spec
-from jaxplace.decoder.window import block_bounds, needed_window
+from jaxplace.decoder.window import WINDOW_MAX_FRACTION, block_bounds, needed_window
 from jaxplace.errors import JaxplaceError
 from jaxplace.problem import Problem
 
 #: Compiled programs (buckets) of a `search_many` call unless asked otherwise.
 MAX_PROGRAMS = 8
-#: A window is used only when it is at most this fraction of N (else the full DP).
-WINDOW_MAX_FRACTION = 0.85
 
 
 @dataclass

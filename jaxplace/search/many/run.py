@@ -24,18 +24,16 @@ import numpy as np
 
 from jaxplace.decoder.layout import stack_graphs
 from jaxplace.objectives.throughput.reference import decode_reference
+from jaxplace.search.driver import DEADLINE_MARGIN
 from jaxplace.search.many.program import DONE, LOCAL, ManyData, ManyProgram, many_chunk
 from jaxplace.search.result import History, Result
 
-#: With a time limit, a chunk is shortened to end this far (a share of the time
-#: left) before the deadline, from the measured time per step.
-DEADLINE_MARGIN = 0.9
-
 #: Under a user's time limit, HiGHS seconds of a problem's MIP polish at most (the
-#: per-problem default allows 10): on the regal-time suite 2 s gave the same cost as
-#: 10 s (0.9579x against 0.9577x C++ brkga-10000) for 40 s less HiGHS time over its
-#: 10 problems at k = 4. Without a time limit only the node count bounds a polish.
-POLISH_MAX_TIME = 2.0
+#: per-problem default search allows 10, `objectives.throughput.polish.POLISH_MAX_TIME`):
+#: on the regal-time suite 2 s gave the same cost as 10 s (0.9579x against 0.9577x C++
+#: brkga-10000) for 40 s less HiGHS time over its 10 problems at k = 4. Without a time
+#: limit only the node count bounds a polish.
+MANY_POLISH_MAX_TIME = 2.0
 
 
 class BucketRun:
@@ -250,7 +248,7 @@ def polish_result(problem, lower_bound: float, part, x, evals: int, info: dict,
     `settings.polish_nodes` branch-and-bound nodes (a count, so the answer does not
     depend on the load); wall-clock seconds only when the user gave them (the time
     limit left after `elapsed` seconds, capped by `polish_max_time`, default
-    POLISH_MAX_TIME, or `polish_max_time` alone). Writes `info["polish"]`."""
+    MANY_POLISH_MAX_TIME, or `polish_max_time` alone). Writes `info["polish"]`."""
     from jaxplace.objectives.throughput.polish import (
         mip_polish,
         partition_priorities,
@@ -265,7 +263,7 @@ def polish_result(problem, lower_bound: float, part, x, evals: int, info: dict,
         return part, x, evals
     limit, cap = settings.time_limit, settings.polish_max_time
     left = None if limit is None else limit - elapsed
-    t = polish_time(left, POLISH_MAX_TIME if cap is None and left is not None else cap)
+    t = polish_time(left, MANY_POLISH_MAX_TIME if cap is None and left is not None else cap)
     if polish_skipped(t):
         return part, x, evals
     info["polish"] = {"time_limit": t, "max_nodes": settings.polish_nodes}
