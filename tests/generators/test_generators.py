@@ -410,3 +410,17 @@ def test_training_graph_bad_options_name_the_field(kw, field):
     assert e.value.field == field
     with pytest.raises(JaxplaceError, match="backward"):
         training_graph(training_graph(regal(0, n=20)))
+
+
+def test_regal_suite_cycles_k_over_the_regal_set():
+    """The regal-time suite (benchmarks, `jaxplace warmup --many`): regal_set's graphs,
+    graph i with k = ks[i % len(ks)]; no k is bad input."""
+    from jaxplace.generators import regal_set, regal_suite
+
+    suite = regal_suite(5, [4, 8], seed=3)
+    assert [(i, k) for i, _, k in suite] == [(0, 4), (1, 8), (2, 4), (3, 8), (4, 4)]
+    for (_, g, _), h in zip(suite, regal_set(5, seed=3), strict=True):
+        np.testing.assert_array_equal(g.edges, h.edges)
+        np.testing.assert_array_equal(g.work, h.work)
+    with pytest.raises(JaxplaceError, match="at least one k"):
+        regal_suite(2, [])
