@@ -30,8 +30,8 @@ def is_config_file(path: str | None) -> bool:
 #: `partition` options the exact layer DP does not take: one line, exit 2 when set
 #: (--objective throughput is what it computes).
 NOT_TAKEN = ("objective", "bandwidth", "memory", "capacity", "device", "peak_tflops",
-             "mem_bw", "link_bw", "launch_us", "coarsen", "dim", "method", "policy", "budget",
-             "noncontiguous", "bounds")
+             "mem_bw", "link_bw", "launch_us", "coarsen", "fusion", "dim", "method", "policy",
+             "budget", "noncontiguous", "bounds")
 
 
 def run_config_on_cluster(args) -> int:

@@ -450,6 +450,7 @@ def test_options_an_objective_lacks_are_refused(tmp_path, capsys, argv, match):
 @pytest.mark.parametrize("flags, match", [
     (["--memory", "3"], "--memory"), (["--objective", "latency"], "--objective"),
     (["--method", "dfs"], "--method"), (["--certify", "--bounds", "simple"], "--bounds"),
+    (["--fusion", "none"], "--fusion"),
 ])
 def test_config_on_cluster_refuses_options_it_does_not_take(tmp_path, capsys, flags, match):
     """A model config on a cluster is split by the exact layer DP, with the config's and
