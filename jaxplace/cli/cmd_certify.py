@@ -23,8 +23,6 @@ from jaxplace.errors import JaxplaceError
 
 HELP = "bound the optimum from below (HiGHS) and certify a partition"
 
-#: Under --time-limit, the share of it that picking the methods may take.
-PICK_SHARE = 0.05
 #: Seconds the methods share without --time-limit (jaxplace.certify's default).
 DEFAULT_SECONDS = 60.0
 
@@ -91,13 +89,15 @@ def certify_and_print(problem, partition, *, methods, time_limit, threads, mip_r
     return cert
 
 
-def default_bounds(problem, deadline: float | None = None
+def default_bounds(problem, time_left: float | None = None
                    ) -> tuple[tuple[str, ...], str]:
     """(bounds, why) when none are named: the library's pick, the one `jp.certify` runs
-    (`bounds.certificate.pick_methods`; `deadline`, a perf_counter time under a user's
-    time limit, bounds its count of ideals)."""
-    from jaxplace.bounds.certificate import pick_methods
+    (`bounds.certificate.pick_methods`; `time_left`, the seconds left of a user's time
+    limit: its count of ideals may take `bounds.certificate.PICK_SHARE` of them, as in
+    `jp.certify`)."""
+    from jaxplace.bounds.certificate import PICK_SHARE, pick_methods
 
+    deadline = None if time_left is None else time.perf_counter() + PICK_SHARE * time_left
     return pick_methods(problem, deadline=deadline)
 
 
@@ -122,8 +122,7 @@ def run(args) -> int:
     if args.partition:  # certified under the problem it was saved with
         problem = saved_problem(args.partition, problem, given=given)
     if args.methods is None:
-        methods, why = default_bounds(problem,
-                                      deadline=time.perf_counter() + PICK_SHARE * left())
+        methods, why = default_bounds(problem, time_left=left())
     else:
         methods, why = problem.objective_impl.check_bound_methods(args.methods), "--methods"
     partition = load_assignment(args.partition, problem) if args.partition else None

@@ -34,9 +34,6 @@ DESCRIPTION = ("Search for a partition into at most k pipeline stages, print its
                "table and its ratio to the best lower bound known, and write the result "
                "JSON with -o. Ctrl-C stops the search and keeps the best partition found "
                "(exit status 130).")
-#: Under --time-limit with --certify, the share of the time left that choosing the
-#: ladder (counting the ideals, `bounds.registry.choose_methods`) may take.
-CHOOSE_SHARE = 0.05
 #: What the result JSON's "ip" block keeps of a method that solved its own IP.
 _IP_FIELDS = ("bound", "gap", "status", "nodes", "start_cost", "start_source")
 
@@ -125,14 +122,12 @@ def settle_bound(problem, found, cert=None) -> tuple[float, str, str | None]:
 def _ladder(problem, args) -> tuple[tuple[str, ...], str]:
     """(bounds, why) of --certify: --bounds, or the ones the objective picks for the
     input (on identical accelerators a count of ideals: under --time-limit at most
-    CHOOSE_SHARE of it), with their rungs loaded (the deferred ones import scipy and
-    BB&R: 1-3 s under load)."""
+    `bounds.certificate.PICK_SHARE` of it), with their rungs loaded (the deferred ones
+    import scipy and BB&R: 1-3 s under load)."""
     from jaxplace.bounds.registry import BOUNDS
 
-    deadline = None if args.time_limit is None else \
-        time.perf_counter() + CHOOSE_SHARE * args.time_limit
     methods, why = ((problem.objective_impl.check_bound_methods(args.bounds), "--bounds")
-                    if args.bounds else default_bounds(problem, deadline=deadline))
+                    if args.bounds else default_bounds(problem, time_left=args.time_limit))
     for m in methods:
         if m in BOUNDS:
             BOUNDS[m]  # noqa: B018 (loads a deferred rung)
