@@ -11,7 +11,7 @@ Prints:
   graph whose nodes are `jaxplace.<x>`, x a subpackage or a top-level module);
 - cycles between modules of one subpackage;
 - `_private` modules or names imported across subpackages;
-- with --layers, the imports that go against the layer order of tests/test_import_layers.py.
+- with --layers, the imports that go against the layer order of tests/repo/test_import_layers.py.
 
 Run from the repository root:  python experiments/import_graph.py [--layers] [--edges]
 """
@@ -249,7 +249,7 @@ def report(rows, show_edges: bool, layers=None) -> None:
 
     if layers is not None:
         upward = layers.upward_imports(layers.collect_edges())
-        print("\nlayer order (tests/test_import_layers.py LAYERS, lowest first):\n  "
+        print("\nlayer order (tests/repo/test_import_layers.py LAYERS, lowest first):\n  "
               + ", ".join(layers.LAYERS))
         print(f"layer violations (an earlier layer imports a later one): {len(upward)} pairs, "
               f"{sum(map(len, upward.values()))} statements; allowlist ALLOWED_UPWARD: "
@@ -279,8 +279,9 @@ def report(rows, show_edges: bool, layers=None) -> None:
 
 
 def _layers():
-    """tests/test_import_layers.py, loaded from its file (its LAYERS and helpers)."""
-    spec = importlib.util.spec_from_file_location("_tl", ROOT / "tests" / "test_import_layers.py")
+    """tests/repo/test_import_layers.py, loaded from its file (its LAYERS and helpers)."""
+    path = ROOT / "tests" / "repo" / "test_import_layers.py"
+    spec = importlib.util.spec_from_file_location("_tl", path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
@@ -290,7 +291,7 @@ def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--edges", action="store_true", help="list every edge between units")
     ap.add_argument("--layers", action="store_true",
-                    help="check the layer order of tests/test_import_layers.py")
+                    help="check the layer order of tests/repo/test_import_layers.py")
     args = ap.parse_args(argv)
     report(collect(), args.edges, _layers() if args.layers else None)
 

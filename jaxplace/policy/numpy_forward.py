@@ -6,7 +6,7 @@ itself, so a search that needs one forward pass per problem spent most of its
 policy time compiling. This is the same function written with NumPy on the
 unpadded graph (the real nodes' outputs do not depend on the padding, see
 `jaxplace.policy.model`), so nothing compiles. It computes in float64 and returns
-float32: it equals the flax model to float32 rounding (tests/test_policy_numpy.py
+float32: it equals the flax model to float32 rounding (tests/policy/test_policy_numpy.py
 checks the shipped policies on generated graphs), not bit for bit, so a draw from
 the distribution can differ from the jitted model's in its last bits.
 
@@ -37,7 +37,7 @@ def supported(config: ModelConfig) -> bool:
 
 def parameter_shapes(config: ModelConfig) -> dict[str, tuple]:
     """{"layers/0/fwd/kernel": shape, ...}: the parameters `PolicyModel(config)` holds
-    (attention-free configs; tests/test_policy_numpy.py checks them against flax's)."""
+    (attention-free configs; tests/policy/test_policy_numpy.py checks them against flax's)."""
     H = config.hidden
     out = {}
 

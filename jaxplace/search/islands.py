@@ -17,7 +17,7 @@ search's 100-wide generations leave it idle).
   `memory_budget` where the backend does not report it), one group after another.
 - Devices: a group is sharded over `devices` (default: all local devices) along the
   problem axis with `jax.shard_map`; problems never communicate, so the results are
-  the same on any number of devices (tests/test_islands.py runs 4 host devices).
+  the same on any number of devices (tests/search/test_islands.py runs 4 host devices).
 - Reproducible: generation t of island j of problem i draws from
   fold_in(fold_in(key(seed + i), j), t): the results depend neither on the grouping
   nor on the devices. The draws are made gene-major (`BRKGA` and the first

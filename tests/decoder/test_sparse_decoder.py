@@ -3,7 +3,7 @@ against the float64 NumPy reference, the lanes decoder and brute force, in Palla
 interpret mode on the CPU; the per-candidate bound (tau) exact below tau and never
 below the true cost above it.
 
-The fused decoder's test matrix (tests/test_fused_decoder.py: overflow, capacity, k > n,
+The fused decoder's test matrix (tests/decoder/test_fused_decoder.py: overflow, capacity, k > n,
 multi-tensor hyperedges, ties, placement units, training graphs, unsupported nodes),
 run with small column blocks so that the l <= r skip crosses several blocks, with the
 integer state in registers and in indexed scratch memory.

@@ -1,7 +1,7 @@
 """The independent oracles of tests/oracles.py, and the grown conformance check that
 holds the objectives against them: the oracles agree with hand-computed answers on
 tiny fixtures, and the check fails an objective that drops a rule or misreports a
-cost (the shipped objectives' runs are in tests/test_conformance.py)."""
+cost (the shipped objectives' runs are in tests/integration/test_conformance.py)."""
 
 from __future__ import annotations
 

@@ -30,9 +30,9 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
-from repo_paths import ROOT
 
-PKG = ROOT / "jaxplace"
+# from its own file, not a tests/ helper: experiments/import_graph.py loads this module
+PKG = Path(__file__).resolve().parents[2] / "jaxplace"
 
 #: lowest first. An entry names a subpackage or top-level module (`search`) or, where a
 #: package holds two layers, a module in it (`objectives.throughput`); a module belongs to

@@ -63,7 +63,7 @@ def test_options_only_the_driver_knows_take_its_path():
     assert bucket.old_path_reason(_req(P8, population_size=20)) == "population_size"
     assert bucket.old_path_reason(_req(P8, budget=200)) is not None
     assert bucket.old_path_reason(_req(P8, windowed=False)) == "windowed=False"
-    # (the driver's path itself: tests/test_search.py, with population_size=20)
+    # (the driver's path itself: tests/search/test_search.py, with population_size=20)
 
 
 def test_time_limit_cancel_and_ctrl_c_keep_the_best_so_far():

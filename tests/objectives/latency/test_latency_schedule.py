@@ -329,7 +329,7 @@ def test_cli_latency_certify(tmp_path, capsys):
 
 def test_cli_throughput_cluster(tmp_path, capsys):
     """Throughput with a cluster: identical devices set k; unequal devices get stages
-    on distinct devices (`objectives.throughput_unequal`, tests/test_hetero_throughput.py)."""
+    on distinct devices (`objectives.throughput_unequal`, tests/objectives/throughput_unequal/test_hetero_throughput.py)."""
     src = tmp_path / "g.json"
     src.write_text(json.dumps(nodelink_data(CompGraph([1.0, 2.0, 1.0], [(0, 1), (1, 2)]))))
     code, out, err = _cli(["partition", str(src), "--cluster", "moirai_inter", "--method",

@@ -1,5 +1,5 @@
 """CPU blocks (and CPU-only ops), colocation and training graphs in the reference model
-("hetero" elsewhere means unequal devices: tests/test_hetero_throughput.py)."""
+("hetero" elsewhere means unequal devices: tests/objectives/throughput_unequal/test_hetero_throughput.py)."""
 
 import glob
 import os
