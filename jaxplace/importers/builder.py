@@ -11,7 +11,9 @@ from jaxplace.errors import JaxplaceError
 from jaxplace.graph import CompGraph
 from jaxplace.importers.devices import DeviceProfile
 
-US = 1e6  # seconds -> microseconds
+#: Microseconds per second: the time unit of imported graphs (work, tensor link times) is
+#: the microsecond (the one definition; the importers and llm/ convert with it).
+US = 1e6
 
 
 @dataclass

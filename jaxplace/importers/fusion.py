@@ -50,6 +50,7 @@ import numpy as np
 from jaxplace.errors import JaxplaceError
 from jaxplace.graph import CompGraph
 from jaxplace.importers import roofline as rl
+from jaxplace.importers.builder import US  # the importers' time unit: the microsecond
 from jaxplace.importers.coarsen import expand_members
 from jaxplace.importers.devices import DeviceProfile
 
@@ -185,7 +186,6 @@ def _profile(graph: CompGraph) -> _Profile | None:
         return None
 
 
-US = 1e6  # the importers' time unit is the microsecond
 
 
 def _compute_s(graph: CompGraph, prof: _Profile, v: int) -> tuple[float, float, float]:

@@ -37,10 +37,10 @@ import numpy as np
 from jaxplace.cluster import Cluster
 from jaxplace.errors import JaxplaceError
 from jaxplace.graph import CompGraph
+from jaxplace.importers.builder import US
 from jaxplace.llm.graph import _config, _workload, layer_graph
 from jaxplace.llm.hetero import _item_arrays
 
-US = 1e6
 #: Most device-class sequences the exact search tries.
 MAX_ORDERS = 50_000
 

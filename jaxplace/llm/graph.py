@@ -21,6 +21,7 @@ import numpy as np
 
 from jaxplace.errors import JaxplaceError
 from jaxplace.graph import CompGraph
+from jaxplace.importers.builder import US
 from jaxplace.importers.devices import DeviceProfile, get_device
 from jaxplace.jsonio import read_json
 from jaxplace.llm.config import ModelConfig, param_counts, read_config
@@ -28,7 +29,6 @@ from jaxplace.llm.costs import PartCost, part_costs
 from jaxplace.llm.workload import Workload, workload_options
 from jaxplace.problem import Problem
 
-US = 1e6
 #: Node attributes holding the memory model (bytes), in `PartCost` field order.
 MEMORY_ATTRS = ("weight_bytes", "state_bytes", "activation_bytes", "kv_bytes",
                 "workspace_bytes")
