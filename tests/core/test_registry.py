@@ -120,3 +120,18 @@ def test_the_four_users_are_registries():
         BOUNDS.get("botleneck")
     with pytest.raises(JaxplaceError, match="did you mean 'partition'"):
         COMMANDS.get("partiton")
+
+
+def test_objective_names_load_no_objective():
+    """Listing the values `Problem.objective` may take reads the declared ones; a loaded
+    objective must serve the problem objective it was registered with."""
+    from jaxplace.objectives.registry import LazyObjective
+
+    code = ("import sys\nfrom jaxplace.objectives.registry import problem_objectives\n"
+            "print(problem_objectives(), "
+            "[m for m in sys.modules if m.endswith('.objective')])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.stdout.strip() == "('throughput', 'latency', 'training') []", out.stderr
+    wrong = LazyObjective("jaxplace.objectives.latency.objective:LATENCY", "throughput")
+    with pytest.raises(TypeError, match="registered as 'throughput'"):
+        Registry("objective", {"latency": wrong})["latency"]
