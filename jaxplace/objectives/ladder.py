@@ -13,7 +13,6 @@ import numbers
 import time
 from collections.abc import Callable, Mapping
 
-from jaxplace.bounds.base import BoundContext, MethodResult
 from jaxplace.errors import JaxplaceError
 
 
@@ -24,6 +23,7 @@ def certify_with(objective, problem, partition, methods, bounds: Mapping[str, Ca
     """The `Certificate` of `partition` (None: the objective's first solution) under
     `bounds`, run in the objective's order; `time_limit` covers them all (None: no
     limit on the whole), `rung_time_limit` caps each (None: no cap)."""
+    from jaxplace.bounds.base import BoundContext
     from jaxplace.bounds.certificate import OPTIMAL_RTOL, Certificate
 
     for name, value in (("time_limit", time_limit), ("rung_time_limit", rung_time_limit)):
@@ -89,6 +89,8 @@ class ClosedFormCertify:
 
     def simple_bound(self, problem, ctx, partition):
         """The closed-form `lower_bound` as a certificate bound."""
+        from jaxplace.bounds.base import MethodResult
+
         return MethodResult("simple", float(self.lower_bound(problem)), "closed form",
                             0.0, kind="closed-form")
 

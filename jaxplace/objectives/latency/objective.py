@@ -15,33 +15,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from jaxplace.bounds.base import MethodResult
-from jaxplace.cluster.times import instance_from
 from jaxplace.errors import JaxplaceError
 from jaxplace.objectives.base import Objective, as_partition
 from jaxplace.objectives.ladder import certify_with
-from jaxplace.objectives.latency.brute import brute_force
 from jaxplace.objectives.latency.instance import Schedule
-from jaxplace.objectives.latency.milp import latency_lower_bound, moirai_lp_bound, solve_moirai
-from jaxplace.objectives.latency.reference import (
-    list_schedule,
-    lower_bound,
-    makespans,
-    replay_schedule,
-    schedule_order,
-)
-from jaxplace.objectives.latency.result import (
-    latency_result_dict,
-    report_lines,
-    saved_partition,
-    schedule_of,
-)
-from jaxplace.objectives.latency.search import (
-    latency_default,
-    latency_result,
-    latency_seeds,
-    schedule_partition,
-)
 
 _SEARCH = ("default", "random", "brkga", "dfs")
 
@@ -103,11 +80,15 @@ class Latency(Objective):
         problem.instance  # noqa: B018 (builds the instance now: a graph too big fails here)
 
     def instance(self, problem):
+        from jaxplace.cluster.times import instance_from
+
         return instance_from(problem.graph, problem.cluster)
 
     # -- costs ---------------------------------------------------------------------
     def evaluate_partition(self, problem, assignment, *, contiguous: bool = True,
                            devices=None):
+        from jaxplace.objectives.latency.reference import replay_schedule, schedule_order
+
         inst = problem.latency
         order = getattr(assignment, "order", None)
         a = np.asarray(getattr(assignment, "assignment", assignment))
@@ -131,6 +112,8 @@ class Latency(Objective):
         """The partition a saved result stands for: its assignment with the saved
         schedule's event order (`latency.result.saved_partition`), so that it reloads
         at the saved makespan."""
+        from jaxplace.objectives.latency.result import saved_partition
+
         return saved_partition(problem, data, assignment, source)
 
     def evaluate(self, problem, X, *, precision: str = "float32", **settings) -> np.ndarray:
@@ -140,6 +123,8 @@ class Latency(Objective):
         if not len(X):
             return np.zeros(0)
         if precision == "reference":
+            from jaxplace.objectives.latency.reference import makespans
+
             return makespans(problem.latency, X)
         import jax.numpy as jnp
 
@@ -149,20 +134,29 @@ class Latency(Objective):
                                    if precision == "float64" else jnp.float32), np.float64)
 
     def decode(self, problem, x, **settings):
+        from jaxplace.objectives.latency.reference import list_schedule
+        from jaxplace.objectives.latency.search import schedule_partition
+
         X = np.asarray(x)
         parts = [schedule_partition(problem.graph, r, list_schedule(problem.latency, r))
                  for r in priority_rows(problem, X)]
         return parts[0] if X.ndim == 1 else parts
 
     def brute_force(self, problem) -> float:
+        from jaxplace.objectives.latency.brute import brute_force
+
         return float(brute_force(problem.latency)[0])
 
     def lower_bound(self, problem) -> float:
+        from jaxplace.objectives.latency.reference import lower_bound
+
         return float(lower_bound(problem.latency))
 
     def result_dict(self, problem, partition, **fields) -> dict:
         """`latency_result_dict`; a schedule that fits no device's memory (ops left
         unplaced) is refused rather than written with device -1."""
+        from jaxplace.objectives.latency.result import latency_result_dict, schedule_of
+
         schedule = schedule_of(problem, partition)
         if not np.isfinite(schedule.makespan) or np.any(np.asarray(schedule.device) < 0):
             raise JaxplaceError("no schedule of this partition fits the devices' memory: "
@@ -173,10 +167,14 @@ class Latency(Objective):
         return f"{value * 1e3:.6g} ms"
 
     def report(self, problem, result, certificate=None) -> list[str]:
+        from jaxplace.objectives.latency.result import report_lines
+
         return report_lines(problem, result, certificate)
 
     # -- proofs --------------------------------------------------------------------
     def start_partition(self, problem):
+        from jaxplace.objectives.latency.search import latency_seeds
+
         return self.decode(problem, latency_seeds(problem)[0])
 
     def certify(self, problem, partition=None, methods=None, **settings):
@@ -185,14 +183,23 @@ class Latency(Objective):
                              "milp": self._milp}, **settings)
 
     def _simple(self, problem, ctx, partition):
+        from jaxplace.bounds.base import MethodResult
+        from jaxplace.objectives.latency.milp import latency_lower_bound
+
         b = max(self.lower_bound(problem), latency_lower_bound(problem.latency))
         return MethodResult("simple", b, "closed form", 0.0, kind="closed-form")
 
     def _milp_lp(self, problem, ctx, partition):
+        from jaxplace.bounds.base import MethodResult
+        from jaxplace.objectives.latency.milp import moirai_lp_bound
+
         b = moirai_lp_bound(problem.latency, ctx.time_limit, ctx.threads)
         return MethodResult("milp-lp", b, "Optimal", 0.0, kind="lp")
 
     def _milp(self, problem, ctx, partition):
+        from jaxplace.bounds.base import MethodResult
+        from jaxplace.objectives.latency.milp import solve_moirai
+
         warm = self.evaluate_partition(problem, partition).schedule
         if not np.isfinite(warm.makespan):
             warm = None
@@ -213,15 +220,20 @@ class Latency(Objective):
         return LatencyFitness(req.spec)
 
     def first_solution(self, req):
+        from jaxplace.objectives.latency.search import latency_seeds
         from jaxplace.search.result import History
 
         return self.finish(req, "eft", latency_seeds(req.problem)[0], 1, History.empty(),
                            False)
 
     def finish(self, req, method, x, evaluations, history, interrupted, info=None):
+        from jaxplace.objectives.latency.search import latency_result
+
         return latency_result(req, method, x, evaluations, history, interrupted, info)
 
     def default_search(self, req):
+        from jaxplace.objectives.latency.search import latency_default
+
         return latency_default(req)
 
 

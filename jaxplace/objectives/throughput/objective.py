@@ -15,12 +15,8 @@ import time
 import numpy as np
 
 from jaxplace.errors import JaxplaceError
-from jaxplace.exact.dp import count_problem_ideals, solve_ideals
-from jaxplace.exact.pieces import pipeline_cost
 from jaxplace.objectives.base import FEATURES, OPTIONS, ExactAnswer, Objective, as_partition
-from jaxplace.objectives.throughput.cost import partition_costs, throughput_lower_bound
 from jaxplace.objectives.throughput.reference import decode_reference, kahn
-from jaxplace.objectives.throughput.report import throughput_report
 
 #: Graphs with at most this many ideals get the DP over ideals first (it proves the
 #: optimum in well under a second at a few thousand ideals, seconds at tens of
@@ -78,6 +74,8 @@ class Throughput(Objective):
     # -- costs ---------------------------------------------------------------------
     def evaluate_partition(self, problem, assignment, *, contiguous: bool = True,
                            devices=None):
+        from jaxplace.objectives.throughput.cost import partition_costs
+
         return partition_costs(problem, assignment, contiguous=contiguous)
 
     def evaluate(self, problem, X, **settings) -> np.ndarray:
@@ -95,6 +93,8 @@ class Throughput(Objective):
         return decode(problem, x, precision=precision, **settings)
 
     def lower_bound(self, problem) -> float:
+        from jaxplace.objectives.throughput.cost import throughput_lower_bound
+
         return throughput_lower_bound(problem)
 
     def result_dict(self, problem, partition, **fields) -> dict:
@@ -107,6 +107,9 @@ class Throughput(Objective):
     def report(self, problem, result, certificate=None) -> list[str]:
         """The stage table; a Result of the "noncontiguous" method carries its
         virtual pieces: the table then shows them and the pipeline they run in."""
+        from jaxplace.exact.pieces import pipeline_cost
+        from jaxplace.objectives.throughput.report import throughput_report
+
         part = as_partition(result)
         a, pieces = getattr(part, "assignment", part), getattr(result, "schedule", None)
         cost = (self.evaluate_partition(problem, a) if pieces is None
@@ -128,11 +131,15 @@ class Throughput(Objective):
         return certify_ladder(problem, partition, methods, **settings)
 
     def exact_fits(self, problem, deadline: float | None = None) -> str | None:
+        from jaxplace.exact.dp import count_problem_ideals
+
         count = count_problem_ideals(problem, EXACT_MAX_IDEALS, deadline=deadline)
         return None if count is None else f"{count:,} ideals: the DP over ideals"
 
     def exact(self, problem, *, time_limit: float, upper_bound: float | None = None,
               partition=None) -> ExactAnswer | None:
+        from jaxplace.exact.dp import solve_ideals
+
         t0 = time.perf_counter()
         try:
             res = solve_ideals(problem, upper_bound, partition=partition, search=False,

@@ -7,22 +7,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from jaxplace.cluster.times import instance_from
 from jaxplace.errors import JaxplaceError
 from jaxplace.objectives.base import Objective, as_partition
 from jaxplace.objectives.ladder import ClosedFormCertify
-from jaxplace.objectives.throughput_unequal.bound import lower_bound
-from jaxplace.objectives.throughput_unequal.brute import optimum
 from jaxplace.objectives.throughput_unequal.model import check_problem
 from jaxplace.objectives.throughput_unequal.reference import decode, evaluate_stages
-from jaxplace.objectives.throughput_unequal.report import report_lines, result_dict
-from jaxplace.objectives.throughput_unequal.search import (
-    hetero_default,
-    hetero_first,
-    hetero_result,
-    polish,
-    search_row,
-)
 
 _SEARCH = ("default", "random", "brkga", "dfs")
 
@@ -58,6 +47,8 @@ class UnequalDevices(ClosedFormCertify, Objective):
         super().validate(problem)
 
     def instance(self, problem):
+        from jaxplace.cluster.times import instance_from
+
         return instance_from(problem.graph, problem.cluster)
 
     # -- costs ---------------------------------------------------------------------
@@ -86,20 +77,28 @@ class UnequalDevices(ClosedFormCertify, Objective):
 
     def decode(self, problem, x, **settings):
         """The float64 reference decode of rows of any search width (`search_row`)."""
+        from jaxplace.objectives.throughput_unequal.search import search_row
+
         X = np.asarray(x)
         parts = [decode(problem.pipeline_instance, search_row(problem, r), problem.k)
                  for r in np.atleast_2d(X)]
         return parts[0] if X.ndim == 1 else parts
 
     def brute_force(self, problem) -> float:
+        from jaxplace.objectives.throughput_unequal.brute import optimum
+
         return float(optimum(problem.pipeline_instance, problem.k))
 
     def lower_bound(self, problem) -> float:
+        from jaxplace.objectives.throughput_unequal.bound import lower_bound
+
         return float(lower_bound(problem.pipeline_instance, problem.k))
 
     def result_dict(self, problem, partition, *, method=None, seed=None,
                     lower_bound=None, source=None, timings=None, extra=None,
                     certificate=None, **_ignored) -> dict:
+        from jaxplace.objectives.throughput_unequal.report import result_dict
+
         part = as_partition(partition)
         sc = self.evaluate_partition(problem, part)
         lb = self.lower_bound(problem) if lower_bound is None else float(lower_bound)
@@ -112,6 +111,7 @@ class UnequalDevices(ClosedFormCertify, Objective):
 
     # -- proofs --------------------------------------------------------------------
     def start_partition(self, problem):
+        from jaxplace.objectives.throughput_unequal.search import polish, search_row
         from jaxplace.search.baselines import dfs_order, order_to_priorities
 
         x = search_row(problem, order_to_priorities(dfs_order(problem.graph)))
@@ -122,6 +122,8 @@ class UnequalDevices(ClosedFormCertify, Objective):
         return f"{value * 1e3:.6g} ms"
 
     def report(self, problem, result, certificate=None) -> list[str]:
+        from jaxplace.objectives.throughput_unequal.report import report_lines
+
         part = as_partition(result)
         return report_lines(problem, part, self.evaluate_partition(problem, part))
 
@@ -140,12 +142,18 @@ class UnequalDevices(ClosedFormCertify, Objective):
         return HeteroFitness(req.spec)
 
     def first_solution(self, req):
+        from jaxplace.objectives.throughput_unequal.search import hetero_first
+
         return hetero_first(req)
 
     def finish(self, req, method, x, evaluations, history, interrupted, info=None):
+        from jaxplace.objectives.throughput_unequal.search import hetero_result
+
         return hetero_result(req, method, x, evaluations, history, interrupted, info)
 
     def default_search(self, req):
+        from jaxplace.objectives.throughput_unequal.search import hetero_default
+
         return hetero_default(req)
 
 

@@ -26,7 +26,6 @@ import numpy as np
 from jaxplace.errors import JaxplaceError
 from jaxplace.objectives.base import Objective, as_partition
 from jaxplace.objectives.ladder import ClosedFormCertify
-from jaxplace.objectives.throughput.cost import check_assignment
 from jaxplace.objectives.training.model import (
     SplitCost,
     runnable,
@@ -55,6 +54,8 @@ class Training(ClosedFormCertify, Objective):
 
     def evaluate_partition(self, problem, assignment, *, contiguous: bool = True,
                            devices=None) -> SplitCost:
+        from jaxplace.objectives.throughput.cost import check_assignment
+
         if not contiguous:
             raise JaxplaceError("a training pipeline's stages are contiguous",
                                 field="contiguous")
