@@ -457,16 +457,24 @@ def _closure(level, roots) -> set[str]:
 
 def startup_paths(trees) -> dict[str, set[str]]:
     """What a user waits for before anything runs: `import jaxplace` (the face's
-    module-level closure) and `jaxplace --help` (that of the face, `cli.main` and the
-    command modules it names: its parser imports each one for its help line)."""
+    module-level closure); `jaxplace --help` (that of the face, `cli.main` and the command
+    modules it names: its parser imports each one for its help line); a `Problem` (and
+    `jaxplace partition --help`, which lists the objectives): the objective registry
+    loads every objective module its "module:attr" entries name to learn their names."""
     level = import_graph(trees)[0]
     main = trees.get("jaxplace.cli.main", ast.Module(body=[], type_ignores=[]))
     commands = {n.value for a in main.body if isinstance(a, ast.Assign)
                 and any(isinstance(t, ast.Name) and t.id == "COMMANDS" for t in a.targets)
                 for n in ast.walk(a.value) if isinstance(n, ast.Constant) and n.value in trees}
-    return {"import jaxplace": _closure(level, {"jaxplace"} & set(trees)),
-            "jaxplace --help": _closure(
-                level, {"jaxplace", "jaxplace.cli.main", *commands} & set(trees))}
+    registry = trees.get("jaxplace.objectives.registry", ast.Module(body=[], type_ignores=[]))
+    objectives = {n.value.split(":")[0] for n in ast.walk(registry)
+                  if isinstance(n, ast.Constant) and isinstance(n.value, str)
+                  and n.value.split(":")[0] in trees}
+    face = {"jaxplace"} & set(trees)
+    return {"import jaxplace": _closure(level, face),
+            "jaxplace --help": _closure(level, face | {"jaxplace.cli.main", *commands}
+                                        & set(trees)),
+            "a Problem": _closure(level, face | objectives)}
 
 
 def light_lazy_imports(trees) -> dict[tuple[str, str], list[str]]:
