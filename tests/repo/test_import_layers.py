@@ -13,9 +13,9 @@ Imports inside `if TYPE_CHECKING:` (annotations only) are not dependencies.
 - One lazy-import boundary: a jaxplace module is imported inside a function only where
   what the import runs at module level (package faces included) loads a heavy package
   (`HEAVY_PACKAGES`: jax, HiGHS, onnx, torch, ...), or where the importer is on the
-  start-up path (`import jaxplace`, `jaxplace --help`) and the target is not; the modules
-  that keep others are in `ALLOWED_LIGHT_LAZY` (only shrinks). Module-level imports form
-  no cycle at import time, package faces included.
+  start-up path (`import jaxplace`, `jaxplace --help`, a `Problem`) and the target is
+  not; the modules that keep others are in `ALLOWED_LIGHT_LAZY` (only shrinks).
+  Module-level imports form no cycle at import time, package faces included.
 
 Loads by string (`importlib.import_module`, registry "module:attr" entries) are not
 imports: they are how the package face and the registries defer loading. The package
@@ -328,8 +328,9 @@ def test_the_checks_see_violations():
 # lookup per call). So a jaxplace module is imported inside a function only where its
 # module-level import closure (package faces included: importing a.b.c runs a/__init__ and
 # a/b/__init__ first) reaches one of these packages, or where the importer is on the
-# start-up path (`import jaxplace`, `jaxplace --help`) and the target is not: the face,
-# `Problem` and the command modules keep start-up at what it loads today.
+# start-up path (`import jaxplace`, `jaxplace --help`, a `Problem`: `startup_paths`) and
+# the target is not: the face, `Problem`, the command and objective modules keep start-up
+# at what it loads today.
 #
 # networkx is heavy too: `python -X importtime -c "import numpy, networkx"` puts it at
 # 150-390 ms on top of numpy (2026-11-29, loaded 2-core machine), as much as all of
