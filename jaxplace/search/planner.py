@@ -20,12 +20,13 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import dataclass
 
 import numpy as np
 
-from jaxplace.errors import JaxplaceError
 from jaxplace.objectives.throughput.cost import evaluate_partition
 from jaxplace.partition import Partition
+from jaxplace.registry import Registry, load_path
 from jaxplace.search.request import SearchRequest
 from jaxplace.search.result import History, Result
 
@@ -84,24 +85,29 @@ def exact_answer(problem, *, seed: int = 0, time_limit: float | None = None
     return res if res is not None and "proved_by" in res.info else None
 
 
+@dataclass(frozen=True)
+class ExactMethod:
+    """An exact method the planner runs by name: its function as "module:function"
+    (loaded when asked for; the exact layer sits above the search) and the capability
+    of the objectives it models."""
+
+    path: str
+    capability: str
+
+
 #: Exact methods the planner runs by name (option `exact=`) where the objective's own
-#: does not fit, as "module:function" (loaded when asked for; the exact layer sits
-#: above the search): BB&R over ideals for throughput on identical accelerators.
-EXACT_METHODS = {"bbr": ("jaxplace.exact.bbr:bbr_exact", "identical_devices")}
+#: does not fit: BB&R over ideals for throughput on identical accelerators.
+EXACT_METHODS = Registry("exact method", {
+    "bbr": ExactMethod("jaxplace.exact.bbr:bbr_exact", "identical_devices"),
+}, field="exact")
 
 
 def _named_exact(obj, name):
     """The exact method named by the `exact` option (JaxplaceError when unknown or when
     the objective lacks the capability it models)."""
-    import importlib
-
-    if name not in EXACT_METHODS:
-        raise JaxplaceError(f"unknown exact method {name!r}; choose from "
-                            f"{', '.join(EXACT_METHODS)}", field="exact")
-    target, capability = EXACT_METHODS[name]
-    obj.require(capability, field="exact")
-    module, attr = target.split(":")
-    return getattr(importlib.import_module(module), attr)
+    method = EXACT_METHODS.get(name)
+    obj.require(method.capability, field="exact")
+    return load_path(method.path)
 
 
 def _exact_first(req: SearchRequest, facts: dict, exact=None) -> Result | None:
