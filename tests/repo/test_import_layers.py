@@ -13,9 +13,9 @@ Imports inside `if TYPE_CHECKING:` (annotations only) are not dependencies.
 - One lazy-import boundary: a jaxplace module is imported inside a function only where
   what the import runs at module level (package faces included) loads a heavy package
   (`HEAVY_PACKAGES`: jax, HiGHS, onnx, torch, ...), or where the importer is on the
-  start-up path (`import jaxplace`, `jaxplace --help`, a `Problem`) and the target is
-  not; the modules that keep others are in `ALLOWED_LIGHT_LAZY` (only shrinks).
-  Module-level imports form no cycle at import time, package faces included.
+  start-up path (`import jaxplace`, `jaxplace --help`, resolving a `Problem`'s objective)
+  and the target is not; the modules that keep others are in `ALLOWED_LIGHT_LAZY` (only
+  shrinks). Module-level imports form no cycle at import time, package faces included.
 
 Loads by string (`importlib.import_module`, registry "module:attr" entries) are not
 imports: they are how the package face and the registries defer loading. The package
@@ -328,9 +328,9 @@ def test_the_checks_see_violations():
 # lookup per call). So a jaxplace module is imported inside a function only where its
 # module-level import closure (package faces included: importing a.b.c runs a/__init__ and
 # a/b/__init__ first) reaches one of these packages, or where the importer is on the
-# start-up path (`import jaxplace`, `jaxplace --help`, a `Problem`: `startup_paths`) and
-# the target is not: the face, `Problem`, the command and objective modules keep start-up
-# at what it loads today.
+# start-up path (`import jaxplace`, `jaxplace --help`, resolving a `Problem`'s objective:
+# `startup_paths`) and the target is not: the face, `Problem`, the command and objective
+# modules keep start-up at what it loads today.
 #
 # networkx is heavy too: `python -X importtime -c "import numpy, networkx"` puts it at
 # 150-390 ms on top of numpy (2026-11-29, loaded 2-core machine), as much as all of
@@ -459,9 +459,11 @@ def _closure(level, roots) -> set[str]:
 def startup_paths(trees) -> dict[str, set[str]]:
     """What a user waits for before anything runs: `import jaxplace` (the face's
     module-level closure); `jaxplace --help` (that of the face, `cli.main` and the command
-    modules it names: its parser imports each one for its help line); a `Problem` (and
-    `jaxplace partition --help`, which lists the objectives): the objective registry
-    loads every objective module its "module:attr" entries name to learn their names."""
+    modules it names: its parser imports each one for its help line); a `Problem`'s
+    first question (`problem.objective_impl`): the objective registry loads the objective
+    modules its "module:attr" entries name, in order, to find the one that serves it
+    (the whole registry's, when this went in, on every `Problem` and on `jaxplace
+    partition --help`)."""
     level = import_graph(trees)[0]
     main = trees.get("jaxplace.cli.main", ast.Module(body=[], type_ignores=[]))
     commands = {n.value for a in main.body if isinstance(a, ast.Assign)
@@ -475,7 +477,7 @@ def startup_paths(trees) -> dict[str, set[str]]:
     return {"import jaxplace": _closure(level, face),
             "jaxplace --help": _closure(level, face | {"jaxplace.cli.main", *commands}
                                         & set(trees)),
-            "a Problem": _closure(level, face | objectives)}
+            "an objective resolved": _closure(level, face | objectives)}
 
 
 def light_lazy_imports(trees) -> dict[tuple[str, str], list[str]]:
