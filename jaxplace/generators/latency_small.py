@@ -15,6 +15,10 @@ from __future__ import annotations
 
 import numpy as np
 
+import jaxplace as jp
+from jaxplace.cluster import load_cluster
+from jaxplace.cluster.io import cluster_from_dict
+from jaxplace.generators.latency_models import _Model
 from jaxplace.graph import CompGraph
 
 #: GPU profiles of devices.json drawn by `random_cluster`.
@@ -23,8 +27,6 @@ PROFILES = ("h100", "a100", "v100", "p100", "t4", "p4", "rtx2080ti", "rtx3060ti"
 
 def random_dag(seed: int, n: int, *, window: int = 4, dtype: str = "fp32") -> CompGraph:
     """A seeded random op graph of n ops with roofline FLOPs and bytes (module doc)."""
-    from jaxplace.generators.latency_models import _Model
-
     rng = np.random.default_rng(seed)
     m = _Model("v100", dtype)
     outs: list[int] = []
@@ -46,8 +48,6 @@ def random_dag(seed: int, n: int, *, window: int = 4, dtype: str = "fp32") -> Co
 
 def random_cluster(seed: int, d: int):
     """A seeded cluster of d devices with random profiles and directed links."""
-    from jaxplace.cluster.io import cluster_from_dict
-
     rng = np.random.default_rng(seed)
     profs = rng.choice(PROFILES, size=d, replace=True)
     bw = 10 ** rng.uniform(9.0, 10.4, (d, d))
@@ -63,9 +63,6 @@ def random_cluster(seed: int, d: int):
 def small_problems(sizes=(8, 12, 16, 20), seeds=(0, 1), random_clusters: int = 2):
     """[(label, Problem)]: random DAGs of each size and seed on moirai_inter,
     moirai_intra and `random_clusters` random clusters of 3 devices."""
-    import jaxplace as jp
-    from jaxplace.cluster import load_cluster
-
     clusters = [("moirai_inter", load_cluster("moirai_inter")),
                 ("moirai_intra", load_cluster("moirai_intra"))]
     clusters += [(f"random3-s{c}", random_cluster(100 + c, 3)) for c in range(random_clusters)]
