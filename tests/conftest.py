@@ -2,6 +2,11 @@ import os
 import sys
 from pathlib import Path
 
+# tests/ mirrors jaxplace/ (tests/decoder/, tests/objectives/throughput/, ...) with no
+# __init__.py: pytest imports each test file by its basename (so basenames are unique
+# across tests/; a duplicate is an 'import file mismatch' collection error), and the
+# shared helpers here (brute, oracles, strategies, random_problems, repo_paths, ...)
+# import as top-level modules from any folder: `from brute import brute_force_slice`.
 sys.path.insert(0, os.path.dirname(__file__))
 # No persistent XLA cache in the user's home from tests (the decoder turns it on at
 # first use): tests that want one set JAXPLACE_CACHE_DIR to a tmp folder.
