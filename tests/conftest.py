@@ -121,6 +121,13 @@ HEAVY_BY_ID = {
     "decoder/test_decoder.py::test_evaluate_entry_point[simple-False]": 14,  # -> [lanes-False]
     "search/test_search.py::test_brkga_beats_its_first_population": 10,
     "importers/test_importers.py::test_flax_linen_mlp": 10,
+    # the dynamo exporter's cases (onnxscript, in the test extra): one stays (gpt2-dynamo);
+    # seconds at -n 0, load 5
+    "importers/test_importer_agreement.py::test_importers_agree[encoder-dynamo]": 6,  # -> gpt2-dynamo
+    "importers/test_importer_agreement.py::test_importers_agree[resnet-dynamo]": 5,  # -> gpt2-dynamo
+    "importers/test_importer_agreement.py::test_importers_agree[vit-dynamo]": 3,  # -> gpt2-dynamo
+    "importers/test_importer_agreement.py::test_importers_agree[mlp-dynamo]": 3,  # -> gpt2-dynamo
+    "importers/test_importer_agreement.py::test_importers_agree[encoder-torchscript14]": 4,
 }
 
 
