@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 
 import jaxplace as jp
-from jaxplace.bounds.exact import exact_bound
+from jaxplace.bounds import exact_bound
 from jaxplace.exact import solve_ideals
 from jaxplace.generators import generate
 

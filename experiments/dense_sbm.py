@@ -13,7 +13,7 @@ import argparse
 import numpy as np
 
 from jaxplace.formats import nodelink_data, write_json
-from jaxplace.generators.regal import R_STD, SIZE_MEAN, SIZE_MIN, SIZE_STD, WORK_FLOOR_FRACTION
+from jaxplace.generators import weigh_dag
 from jaxplace.graph import CompGraph
 
 
@@ -37,15 +37,8 @@ def sbm_dag(n: int = 5000, blocks: int = 4, p_in: float = 0.15, p_out: float = 0
                 us.append(ia[r])
                 vs.append(ib[c])
     und = np.stack([np.concatenate(us), np.concatenate(vs)], axis=1)
-    pos = np.empty(n, dtype=np.int64)
-    pos[rng.permutation(n)] = np.arange(n)
-    forward = pos[und[:, 0]] < pos[und[:, 1]]
-    edges = np.where(forward[:, None], und, und[:, ::-1])
-    size_out = np.maximum(rng.normal(SIZE_MEAN, SIZE_STD, size=n), SIZE_MIN)
-    r = rng.normal(0.0, R_STD, size=n)
-    s = size_out + np.bincount(edges[:, 1], weights=size_out[edges[:, 0]], minlength=n)
-    work = np.maximum(s + r * s, WORK_FLOOR_FRACTION * size_out.mean())
-    return CompGraph(work, edges, np.zeros(n), size_out,
+    edges, work, size_param, size_out, _ = weigh_dag(rng, n, und)
+    return CompGraph(work, edges, size_param, size_out,
                      meta={"generator": "dense_sbm", "seed": seed, "p_in": p_in,
                            "p_out": p_out, "blocks": blocks})
 

@@ -20,8 +20,7 @@ import torch
 
 import jaxplace as jp
 from jaxplace import importers
-from jaxplace.torch import from_torch
-from jaxplace.torch.models import GPT2, ResNet, UnequalMLP, ViT
+from jaxplace.torch import GPT2, ResNet, UnequalMLP, ViT, from_torch
 
 
 def modules():

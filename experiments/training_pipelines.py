@@ -28,8 +28,7 @@ from torch import nn
 
 import jaxplace as jp
 
-from jaxplace.torch import plan_pipeline, run_pipeline
-from jaxplace.torch.models import GPT2, ResNet, UnequalMLP
+from jaxplace.torch import GPT2, ResNet, UnequalMLP, plan_pipeline, run_pipeline
 
 
 def lm_loss(out, tgt):

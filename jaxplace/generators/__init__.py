@@ -17,7 +17,14 @@ from typing import Any
 
 from jaxplace.errors import JaxplaceError
 from jaxplace.generators.dnn import inception, resnet, transformer, unet
-from jaxplace.generators.regal import MODELS, derive_seed, regal, regal_set, regal_suite
+from jaxplace.generators.regal import (
+    MODELS,
+    derive_seed,
+    regal,
+    regal_set,
+    regal_suite,
+    weigh_dag,
+)
 from jaxplace.generators.training import training_graph
 from jaxplace.graph import CompGraph
 
@@ -108,4 +115,5 @@ __all__ = [
     "training_graph",
     "transformer",
     "unet",
+    "weigh_dag",
 ]

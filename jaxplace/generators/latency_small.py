@@ -1,5 +1,6 @@
 """Small seeded latency problems that MOIRAI's MILP solves exactly (to check that
-the search ends within 1% of the optimum), for `jaxplace bench latency --small` and tests.
+the search ends within 1% of the optimum), for the latency benchmark's `--small` suite
+and tests.
 
 `random_dag(seed, n)`: n ops built with the roofline model of `generators.latency_models` (so op
 times differ per device profile as for the GPT/Swin graphs): each op reads one or two

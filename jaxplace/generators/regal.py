@@ -207,7 +207,24 @@ def regal(seed: int = 0, n: int | None = None, model: str | None = None, *,
     n = int(rng.integers(lo, hi + 1)) if n is None else int(n)
     model = MODELS[int(rng.integers(len(MODELS)))] if model is None else model
     und = _connect(rng, n, _MODEL_FNS[model](rng, n))
+    edges, work, size_param, size_out, r = weigh_dag(rng, n, und, noise=noise,
+                                                     param_mean=param_mean)
+    return CompGraph(work, edges, size_param, size_out,
+                     names=[f"v{i}" for i in range(n)], op_types=["regal"] * n,
+                     node_attrs={"regal_r": r},
+                     meta={"generator": "regal", "seed": seed, "model": model,
+                           "noise": noise})
 
+
+def weigh_dag(rng: np.random.Generator, n: int, undirected: np.ndarray, *,
+              noise: str = "local", param_mean: float = 0.0):
+    """REGAL's orientation and weights for an undirected edge list on n nodes: the edges
+    follow a random order of the nodes (so the graph is a DAG), tensor sizes
+    ~ Normal(SIZE_MEAN, SIZE_STD) clipped at SIZE_MIN, work = s + r * scale (s: the node's
+    own and incoming tensor sizes; r ~ Normal(0, R_STD)). Draws from `rng` in that order,
+    as `regal` does, so any edge model (a denser one than MODELS, say) gets REGAL's
+    weights. Returns (edges, work, size_param, size_out, r)."""
+    und = np.asarray(undirected, dtype=np.int64).reshape(-1, 2)
     pos = np.empty(n, dtype=np.int64)
     pos[rng.permutation(n)] = np.arange(n)  # pos[v] = v's place in the random order
     forward = pos[und[:, 0]] < pos[und[:, 1]]
@@ -222,11 +239,7 @@ def regal(seed: int = 0, n: int | None = None, model: str | None = None, *,
         size_param = np.maximum(rng.normal(param_mean, param_mean / 5, size=n), 0.0)
     else:
         size_param = np.zeros(n)
-    return CompGraph(work, edges, size_param, size_out,
-                     names=[f"v{i}" for i in range(n)], op_types=["regal"] * n,
-                     node_attrs={"regal_r": r},
-                     meta={"generator": "regal", "seed": seed, "model": model,
-                           "noise": noise})
+    return edges, work, size_param, size_out, r
 
 
 def derive_seed(seed: int, i: int) -> int:

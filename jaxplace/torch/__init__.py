@@ -13,9 +13,12 @@ torch.distributed.pipelining accepts (`plan_pipeline`) and run it over local pro
                          n_microbatches=4, loss_fn=loss, target=y[:2], profile=True)
     run = run_pipeline(plan, model, (x,), target=y, loss_fn=loss, train=True, steps=3)
     plan.step_time, run.step_time, plan.stage_memory, run.peak_memory
+
+Example models to try it on: `GPT2`, `ResNet`, `ViT`, `UnequalMLP` (random weights).
 """
 
 from jaxplace.torch.boundaries import even_layer_starts, module_boundaries, repeated_layers
+from jaxplace.torch.models import GPT2, ResNet, UnequalMLP, ViT
 from jaxplace.torch.plan import PipelinePlan, plan_pipeline
 from jaxplace.torch.run import PipelineRun, run_pipeline
 from jaxplace.torch.trace import TracedOp, from_torch
@@ -23,11 +26,15 @@ from jaxplace.torch.train_plan import TrainingPlan
 from jaxplace.torch.train_run import TrainingRun
 
 __all__ = [
+    "GPT2",
     "PipelinePlan",
     "PipelineRun",
+    "ResNet",
     "TracedOp",
     "TrainingPlan",
     "TrainingRun",
+    "UnequalMLP",
+    "ViT",
     "even_layer_starts",
     "from_torch",
     "module_boundaries",
