@@ -1,7 +1,8 @@
 """Benchmarks behind `jaxplace bench NAME`: the ones a user runs on their own machine,
 one module each.
 
-Each module `jaxplace.bench.<name>` exposes `HELP` (one line), `add_arguments(parser)`
+Each module `jaxplace.bench.<name>` (an entry of `BENCHES`, the registry of
+benchmarks) exposes `HELP` (one line), `add_arguments(parser)`
 and `run(args) -> int`. Benchmarks print figures, side by side with a yardstick where
 there is one (the C++ BRKGA peer of `cpp_peer`, built from `cpp/brkga.cpp` on the
 user's machine); they never assert wall-clock limits. The research benchmarks live
@@ -12,7 +13,13 @@ from __future__ import annotations
 
 import importlib
 
-BENCHES = ("decode", "search", "bounds", "batch", "gpu")
+from jaxplace.registry import Registry
+
+#: the benchmarks that ship, as `jaxplace bench --help` lists them (each module loads on
+#: first use: most import JAX)
+BENCHES = Registry("benchmark", {name: f"jaxplace.bench.{name}"
+                                 for name in ("decode", "search", "bounds", "batch", "gpu")},
+                   field="NAME")
 
 #: benchmark name -> where it went: run from a checkout of the repository
 MOVED = {name: f"experiments/bench/{name}.py" for name in (

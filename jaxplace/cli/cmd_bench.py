@@ -5,7 +5,6 @@ experiments/bench/) answers where it went, in one line, exit status 2."""
 
 from __future__ import annotations
 
-import importlib
 import re
 
 from jaxplace.cli.runner import Runner, Stopped
@@ -17,7 +16,9 @@ DESCRIPTION = ("Run a benchmark and print its figures. Exit status 1 when a benc
 
 
 def _module(name: str):
-    return importlib.import_module(f"jaxplace.bench.{name}")
+    from jaxplace.bench import BENCHES
+
+    return BENCHES[name]
 
 
 def add_arguments(p) -> None:
