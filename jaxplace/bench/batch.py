@@ -30,6 +30,14 @@ import time
 
 import numpy as np
 
+import jaxplace as jp
+from jaxplace.bench import search_time
+from jaxplace.bench.cpp_peer import CppUnavailable
+from jaxplace.bench.runs import markdown_table as _table
+from jaxplace.bench.search_time import instances
+from jaxplace.compile_cache import SEARCH_PROGRAMS, count_compiles, plain_python_env
+from jaxplace.errors import JaxplaceError
+
 HELP = ("regal-time suite through search_many vs per-problem default search and C++ "
         "brkga-10000: programs, cold and warm wall, cost")
 DEFAULT_METHODS = "many,default,cpp-brkga-10000"
@@ -72,9 +80,6 @@ def worker(a, t_start: float) -> int:
     """Cold then warm `search_many` over the suite; writes a JSON record."""
     import jax
 
-    import jaxplace as jp
-    from jaxplace.bench.search_time import instances
-    from jaxplace.compile_cache import SEARCH_PROGRAMS, count_compiles
     from jaxplace.search.many import bucket_summary, search_many
 
     t_import = time.perf_counter() - t_start
@@ -108,8 +113,6 @@ def worker(a, t_start: float) -> int:
 
 
 def _run_many(args) -> dict:
-    from jaxplace.compile_cache import plain_python_env
-
     env = plain_python_env()
     if args.cache in ("fresh", "off"):
         env["JAXPLACE_CACHE_DIR"] = tempfile.mkdtemp(prefix="xla-") if \
@@ -127,8 +130,6 @@ def _run_many(args) -> dict:
             cmd += ["--group", str(args.group)]
         r = subprocess.run(cmd, env=env)
         if r.returncode != 0:
-            from jaxplace.errors import JaxplaceError
-
             raise JaxplaceError(f"bench worker for search_many failed (exit "
                                 f"{r.returncode})")
         return json.load(f)
@@ -141,8 +142,6 @@ def _gm(x) -> float:
 
 
 def report(recs: dict, lbs: list[float], args) -> tuple[str, bool]:
-    from jaxplace.bench.runs import markdown_table as _table
-
     ref = recs.get(CPP)
     head = ["method", "total wall (cold)", "programs compiled (XLA / cache hits)",
             "warm wall", "cost / C++", "cost / simple LB", "wall / C++ (cold)"]
@@ -201,15 +200,10 @@ def report(recs: dict, lbs: list[float], args) -> tuple[str, bool]:
 
 def run(args) -> int:
     """The comparison (see the module doc); 1 when a target is missed."""
-    import jaxplace as jp
-    from jaxplace.bench import search_time
-
     ks = [int(k) for k in args.ks.split(",") if k.strip()]
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
     bad = sorted(set(methods) - {"many", "default", CPP})
     if bad:
-        from jaxplace.errors import JaxplaceError
-
         raise JaxplaceError(f"unknown method(s) {', '.join(bad)}", field="methods")
     lbs = [float(jp.simple_lower_bound(jp.Problem(g, k)))
            for _, g, k in search_time.instances(args.count, ks, args.seed)]
@@ -220,8 +214,6 @@ def run(args) -> int:
             if m == "many":
                 recs[m] = _run_many(args)
             elif m == CPP:
-                from jaxplace.bench.cpp_peer import CppUnavailable
-
                 try:
                     recs[m] = search_time.run_cpp(args, ks)
                 except CppUnavailable as exc:

@@ -26,6 +26,13 @@ import time
 
 import numpy as np
 
+import jaxplace as jp
+from jaxplace.bench.bounds_onnx import onnx_graphs
+from jaxplace.exact import solve_ideals
+from jaxplace.exact.dp import count_problem_ideals
+from jaxplace.generators import EXAMPLES, generate, regal_set
+from jaxplace.objectives.throughput.cost import evaluate_partition
+
 HELP = ("lower-bound ladder (simple, bottleneck, guess, exact, bbr) on REGAL-like graphs "
         "or the ONNX models of the test set")
 
@@ -91,8 +98,6 @@ def _upper(problem, args, seed, name=None):
     import json
     import os
 
-    from jaxplace.objectives.throughput.cost import evaluate_partition
-
     cache = {}
     if os.path.exists(path):
         with open(path) as f:
@@ -127,8 +132,6 @@ def _upper_text(args) -> str:
 
 
 def run_regal(args) -> str:
-    from jaxplace.generators import regal_set
-
     graphs = regal_set(args.count, seed=args.seed)
     caption = (
         f"Lower bound / best partition found, geometric mean over {args.count} REGAL-like "
@@ -145,8 +148,6 @@ def run_regal(args) -> str:
 def run_onnx(args) -> str:
     """The ladder on the ONNX models of the test set (`bounds_onnx`), with a check
     that no rung's bound passes the DP's optimum where the ideals fit the DP."""
-    from jaxplace.bench.bounds_onnx import onnx_graphs
-
     names = [m.strip() for m in args.models.split(",") if m.strip()] if args.models else None
     graphs = onnx_graphs(names)
     caption = (
@@ -167,8 +168,6 @@ def _methods_arg(args) -> list[str]:
 def _dp_optimum(problem):
     """The DP over ideals' optimum where the ideals fit `PICK_IDEALS`, else None."""
     from jaxplace.bounds.registry import PICK_IDEALS
-    from jaxplace.exact import solve_ideals
-    from jaxplace.exact.dp import count_problem_ideals
 
     if count_problem_ideals(problem, PICK_IDEALS) is None:
         return None
@@ -180,7 +179,6 @@ def run_ladder(instances, args, caption: str, *, paper: bool, check_dp: bool = F
     """The ladder on every (name, graph) of `instances` at every k of `args.ks`: per
     instance one line, then the table (geometric mean LB/UB per rung, the share proven
     optimal per rung and by the best bound) and the MIP rungs and BB&R side by side."""
-    import jaxplace as jp
     from jaxplace.bounds import certify
 
     ks = [int(x) for x in args.ks.split(",") if x.strip()]
@@ -311,9 +309,7 @@ def _issue_table(ks, methods, frac, best, proven, count, bounds, rung_proven,
 
 
 def run_dnn(args) -> str:
-    import jaxplace as jp
     from jaxplace.bounds import certify
-    from jaxplace.generators import EXAMPLES, generate
 
     ks = [int(x) for x in args.ks.split(",") if x.strip()]
     lines = [f"Exact MIP on the DNN-like examples (`jaxplace.generators.EXAMPLES`, seed "

@@ -20,6 +20,9 @@ import os
 
 import numpy as np
 
+from jaxplace.errors import JaxplaceError
+from jaxplace.importers import from_onnx
+
 
 def light_model_paths() -> dict[str, str]:
     """{"light_<arch>": path} of the onnx package's light models (empty without onnx
@@ -94,9 +97,6 @@ def onnx_graphs(names=None) -> list[tuple[str, object]]:
     """[(name, CompGraph)] of the suite (all of `onnx_names()` when `names` is None),
     imported with the roofline cost model on "h100"; an unknown name raises
     JaxplaceError (field "models")."""
-    from jaxplace.errors import JaxplaceError
-    from jaxplace.importers import from_onnx
-
     light = light_model_paths()
     names = onnx_names() if names is None else list(names)
     out = []

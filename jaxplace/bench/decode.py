@@ -22,6 +22,8 @@ import time
 import numpy as np
 
 from jaxplace.errors import JaxplaceError
+from jaxplace.graph import CompGraph
+from jaxplace.problem import Problem
 
 HELP = "decoder throughput (candidates/s), compile time, memory; vs the C++ yardstick"
 
@@ -82,8 +84,6 @@ def work_line(problem) -> str:
 def _graph_from_nodes(nodes, edges):
     import networkx as nx
 
-    from jaxplace.graph import CompGraph
-
     G = nx.DiGraph()
     for d in nodes:
         G.add_node(d["id"], **{k: v for k, v in d.items() if k != "id"})
@@ -94,8 +94,6 @@ def _graph_from_nodes(nodes, edges):
 def _run_yardstick(a, out: str):
     """Run yardstick.py; returns (graph, pop, costs, list of its candidates/s)."""
     import networkx as nx
-
-    from jaxplace.graph import CompGraph
 
     script = os.path.join(a.yardstick, "yardstick.py")
     if not os.path.isfile(script):
@@ -153,7 +151,6 @@ def run(a) -> int:
     import jax
 
     from jaxplace.decoder import Evaluator
-    from jaxplace.problem import Problem
 
     ys_rates, ys_costs = None, None
     with tempfile.TemporaryDirectory() as tmp:

@@ -48,7 +48,14 @@ from pathlib import Path
 
 import numpy as np
 
+from jaxplace.bench import batch, search_time
+from jaxplace.bench.cpp_peer import CppUnavailable
+from jaxplace.bench.decode import _graph_from_nodes, kernel_work, random_dag
+from jaxplace.bench.runs import markdown_table
+from jaxplace.bench.search_time import instances, run_cpp
 from jaxplace.errors import JaxplaceError
+from jaxplace.objectives.throughput.reference import evaluate_reference
+from jaxplace.problem import Problem
 
 HELP = ("GPU figures in one run: decoder candidates/s (lanes vs fused), one training "
         "step, the regal-time suite via search_many vs C++ brkga-10000")
@@ -130,9 +137,6 @@ def machine() -> dict:
 
 
 def dag_problem(n: int, seed: int):
-    from jaxplace.bench.decode import _graph_from_nodes, random_dag
-    from jaxplace.problem import Problem
-
     return Problem(_graph_from_nodes(*random_dag(n, min(6.0 / n, 0.5), seed)), K)
 
 
@@ -200,9 +204,7 @@ def decoder_rows(cfg: dict, impls, *, seed: int, max_cell_seconds: float, on_gpu
     """One record per (n, impl, P): rate, compile, error, or why it was skipped
     (`seconds`: the part's budget; later cells are skipped)."""
     t_part = time.perf_counter()
-    from jaxplace.bench.decode import kernel_work
     from jaxplace.decoder import Evaluator
-    from jaxplace.objectives.throughput.reference import evaluate_reference
 
     rows = []
     for n, sample in zip(cfg["ns"], cfg["sample"], strict=True):
@@ -300,9 +302,6 @@ def suite_rows(count: int, seed: int, platform: str | None = None) -> dict:
     """search_many over the regal-time suite vs C++ brkga-10000 (bench batch's
     workers); `platform` "cpu": the worker runs on the host's CPUs (JAX_PLATFORMS=cpu,
     the CPU's figure from the same commit on the same host)."""
-    from jaxplace.bench import batch, search_time
-    from jaxplace.bench.cpp_peer import CppUnavailable
-
     parser = argparse.ArgumentParser()
     batch.add_arguments(parser)  # bench batch's own defaults, so a new option there
     args = parser.parse_args(["--count", str(count), "--seed", str(seed)])  # holds here
@@ -343,9 +342,6 @@ def suite_rows(count: int, seed: int, platform: str | None = None) -> dict:
 def cpp_costs(count: int, seed: int) -> dict:
     """The C++ peer alone over the suite's graphs (the islands part's yardstick when
     the suite part does not run): {"costs", "total_s"} or {"skipped": why}."""
-    from jaxplace.bench.cpp_peer import CppUnavailable
-    from jaxplace.bench.search_time import run_cpp
-
     try:
         cpp = run_cpp(argparse.Namespace(count=count, seed=seed), [4, 8, 16])
     except CppUnavailable as exc:
@@ -371,9 +367,6 @@ def islands_row(count: int, seed: int, shape: tuple, cpp_costs=None, impl: str =
     `impl`: the islands' decoder ("auto": the library's choice; `impl_used` says which
     ran); `polish`: the MIP polish (None: the library's rule); `refine_steps`: the
     device refinement's rounds (None: the platform's default)."""
-    from jaxplace.bench import batch
-    from jaxplace.bench.search_time import instances
-    from jaxplace.problem import Problem
     from jaxplace.search.many import search_many
 
     islands, population, generations = shape
@@ -432,8 +425,6 @@ def _f(x, fmt: str) -> str:
 
 
 def markdown(rec: dict) -> str:
-    from jaxplace.bench.runs import markdown_table
-
     m = rec["machine"]
     lines = [f"# jaxplace bench gpu ({rec['size']}), {m['date']}", "",
              f"{m['device']} ({m['platform']}, {m['devices']} device(s)), jax {m['jax']}, "
@@ -481,8 +472,6 @@ def markdown(rec: dict) -> str:
 
 def suite_markdown(su: dict | None, title: str) -> list[str]:
     """The lines of a suite part (None: not run)."""
-    from jaxplace.bench.runs import markdown_table
-
     if su is None:
         return []
     lines = [f"## Regal-time suite ({su.get('count')} graphs) via search_many on {title} "
@@ -510,8 +499,6 @@ def suite_markdown(su: dict | None, title: str) -> list[str]:
 
 def islands_markdown(rows: list) -> list[str]:
     """The islands part's lines: one table row per shape and decoder."""
-    from jaxplace.bench.runs import markdown_table
-
     count = next((r.get("count") for r in rows), None)
     lines = [f"## search_many(mode=\"islands\") over the suite's {count} graphs (one "
              "process)", ""]

@@ -25,7 +25,10 @@ import statistics
 import time
 from dataclasses import dataclass, field
 
+import jaxplace as jp
 from jaxplace.bench.runs import markdown_table
+from jaxplace.bench.search_time import instances
+from jaxplace.errors import JaxplaceError
 
 #: XLA CPU compiler options measured for search_many's programs.
 XLA_OPTIONS = {"default": {}, "O0": {"xla_backend_optimization_level": 0},
@@ -128,8 +131,6 @@ def _label(program) -> str:
 def search_phases(problems, seed: int = 0) -> tuple[list[list], dict]:
     """The `jp.search` table's rows over `problems` (module doc) and totals."""
     import jax
-
-    import jaxplace as jp
 
     jax.clear_caches()
     rows, tot = [], {"wall": 0.0, "first": [], "compile": 0.0, "trace": 0.0,
@@ -238,10 +239,6 @@ def run_many_phases(problems, names: list[str], seed: int) -> str:
 
 def run_phases(args) -> int:
     """`--phases` (module doc)."""
-    import jaxplace as jp
-    from jaxplace.bench.search_time import instances
-    from jaxplace.errors import JaxplaceError
-
     names = [o.strip() for o in args.xla_options.split(",") if o.strip()]
     bad = [o for o in names if o not in XLA_OPTIONS]
     if bad:

@@ -37,7 +37,11 @@ import time
 
 import numpy as np
 
+import jaxplace as jp
+from jaxplace.bench import search_time
+from jaxplace.bench.phases import run_phases
 from jaxplace.bench.runs import markdown_table
+from jaxplace.generators import GENERATORS, regal_set
 
 HELP = "search quality table (geometric-mean ratio to the simple bound) on REGAL graphs"
 
@@ -82,9 +86,6 @@ DNN_SUITE = (("transformer", {"layers": 16}), ("resnet", {"stages": (3, 8, 12, 3
 
 
 def run_dnn(args) -> int:
-    import jaxplace as jp
-    from jaxplace.generators import GENERATORS
-
     ks = [int(k) for k in (args.ks if args.ks != "2,4,8,16,32,64" else "2,4,8").split(",")
           if k.strip()]
     head = ["graph", "n", "k", "ours", "lower bound", "gap", "optimal", "MIP better",
@@ -124,20 +125,14 @@ def run_dnn(args) -> int:
 
 def run(args) -> int:
     if getattr(args, "phases", False):
-        from jaxplace.bench.phases import run_phases
-
         return run_phases(args)
     if args.suite == "dnn":
         return run_dnn(args)
     if args.suite == "regal-time":
-        from jaxplace.bench import search_time
-
         args.count = 30 if args.count is None else args.count
         args.methods_given = args.methods != DEFAULT_METHODS
         return search_time.run(args)
     args.count = 100 if args.count is None else args.count
-    import jaxplace as jp
-    from jaxplace.generators import regal_set
     from jaxplace.search import search_named
 
     ks = [int(k) for k in args.ks.split(",") if k.strip()]

@@ -33,6 +33,14 @@ import time
 
 import numpy as np
 
+import jaxplace as jp
+from jaxplace.bench import cpp_peer
+from jaxplace.bench.cpp_peer import CppUnavailable
+from jaxplace.bench.runs import markdown_table as _table
+from jaxplace.compile_cache import SEARCH_PROGRAMS, count_compiles, plain_python_env
+from jaxplace.errors import JaxplaceError
+from jaxplace.generators import regal_suite
+
 #: Methods of the suite: jaxplace methods (bench names) and the C++ peer.
 DEFAULT_METHODS = "default,brkga-10000,cpp-brkga-10000"
 CPP = "cpp-brkga-10000"
@@ -46,8 +54,6 @@ MAX_TIME_RATIO = 2.0
 
 def instances(count: int, ks: list[int], seed: int):
     """[(graph index, graph, k)] of the suite (`jaxplace.generators.regal_suite`)."""
-    from jaxplace.generators import regal_suite
-
     return regal_suite(count, ks, seed)
 
 
@@ -83,9 +89,6 @@ def worker(method: str, count: int, ks: list[int], seed: int, out: str,
     """Cold then warm pass of one method; writes a JSON record to `out`."""
     import jax
 
-    import jaxplace as jp
-    from jaxplace.compile_cache import SEARCH_PROGRAMS, count_compiles
-
     t_import = time.perf_counter() - t_start
     problems = [(i, jp.Problem(g, k)) for i, g, k in instances(count, ks, seed)]
     t_graphs = time.perf_counter()
@@ -108,8 +111,6 @@ def worker(method: str, count: int, ks: list[int], seed: int, out: str,
 
 
 def _run_worker(method: str, args, ks, cache_root: str | None) -> dict:
-    from jaxplace.compile_cache import plain_python_env
-
     env = plain_python_env()  # as a user's `python` process, not the CLI's device flags
     if args.cache == "fresh":
         env["JAXPLACE_CACHE_DIR"] = tempfile.mkdtemp(prefix="xla-", dir=cache_root)
@@ -123,17 +124,12 @@ def _run_worker(method: str, args, ks, cache_root: str | None) -> dict:
                "--seed", str(args.seed), "--out", f.name]
         r = subprocess.run(cmd, env=env)
         if r.returncode != 0:
-            from jaxplace.errors import JaxplaceError
-
             raise JaxplaceError(f"bench worker for {method} failed (exit {r.returncode})")
         return json.load(f)
 
 
 def run_cpp(args, ks) -> dict:
     """The C++ peer over the suite (one process per graph, serial)."""
-    import jaxplace as jp
-    from jaxplace.bench import cpp_peer
-
     t0 = time.perf_counter()
     exe = cpp_peer.build()
     build_s = time.perf_counter() - t0
@@ -160,8 +156,6 @@ def _gm(x) -> float:
 
 def report(recs: dict, lbs: list[float], args, ks) -> tuple[str, bool]:
     """The tables (markdown) and whether every target was met."""
-    from jaxplace.bench.runs import markdown_table as _table
-
     ref = recs.get(CPP)
     head = ["method", "total wall (cold)", "programs compiled (XLA / cache hits)",
             "warm wall", "per graph warm", "cost / C++", "cost / simple LB"]
@@ -227,8 +221,6 @@ def _targets(recs: dict) -> tuple[bool, list[str]]:
 
 def run(args) -> int:
     """The suite (see the module doc); 1 when a target is missed."""
-    import jaxplace as jp
-
     ks = [int(k) for k in (args.ks if args.ks != "2,4,8,16,32,64" else "4,8,16").split(",")
           if k.strip()]
     methods = [m.strip() for m in (args.methods if args.methods_given else
@@ -240,8 +232,6 @@ def run(args) -> int:
         for m in methods:
             t0 = time.perf_counter()
             if m == CPP:
-                from jaxplace.bench.cpp_peer import CppUnavailable
-
                 try:
                     recs[m] = run_cpp(args, ks)
                 except CppUnavailable as exc:  # no g++: ratios to the bound only

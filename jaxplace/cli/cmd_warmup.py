@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import time
 
+import jaxplace as jp
 from jaxplace.compile_cache import (
     SEARCH_PROGRAMS,
     cache_path,
@@ -103,7 +104,6 @@ def plan(args) -> list[tuple[int, int, object, object]]:
     """[(N, k, key, problem)] one problem per distinct program key."""
     import numpy as np
 
-    import jaxplace as jp
     from jaxplace.generators.regal import regal
 
     ks = [int(k) for k in args.ks.split(",") if k.strip()]
@@ -208,7 +208,6 @@ def warm_many(args) -> tuple[int, int]:
     """Compile (or find cached) search_many's programs for the batch of `--many`
     REGAL-like graphs: (compiled, cache hits). A batch of other graphs may merge into
     other padded shapes (`jaxplace.search.many.buckets`)."""
-    import jaxplace as jp
     from jaxplace.generators import regal_suite
     from jaxplace.search.many import bucket_summary, search_many
 

@@ -18,6 +18,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from jaxplace import __version__
+from jaxplace.cli import runner
 from jaxplace.cli.method_names import check_method
 from jaxplace.cli.runner import EXIT_INTERRUPTED, worker_alive
 from jaxplace.compile_cache import enable_compile_cache
@@ -81,8 +83,6 @@ class _Version(argparse.Action):
         super().__init__(option_strings, dest, nargs=0, help="print the version and exit")
 
     def __call__(self, parser, namespace, values, option_string=None):
-        from jaxplace import __version__
-
         parser.exit(message=f"jaxplace {__version__}\n")
 
 
@@ -150,8 +150,6 @@ def entry() -> None:
     turned Ctrl-C into its exit code (130) by the time it returns; an exception it
     lets through still ends the normal way (traceback, exit 1)."""
     import os
-
-    from jaxplace.cli import runner
 
     runner.PROCESS_COMMAND = True  # --time-limit counts from the process's start
     code = main()

@@ -339,13 +339,8 @@ HEAVY_PACKAGES = frozenset({
     "jax", "jaxlib", "flax", "optax", "evosax", "chex", "highspy", "onnx", "onnxruntime",
     "torch", "ray", "matplotlib", "scipy", "networkx"})
 
-_REWRITTEN = ("rewritten while this check went in (issue 64: benchmarks out of the wheel, one "
-              "registry for the commands); hoist its imports once that lands")
 #: modules whose light function-level imports stay, module -> why; only ever remove.
 ALLOWED_LIGHT_LAZY: dict[str, str] = {
-    **dict.fromkeys(("bench.batch", "bench.bounds", "bench.bounds_onnx", "bench.decode",
-                     "bench.gpu", "bench.phases", "bench.search", "bench.search_time",
-                     "cli.cmd_warmup", "cli.main"), _REWRITTEN),
     # `generate` is defined by the generators face, which imports latency_models: at
     # module level, importing latency_models first would find the face half-run
     "generators.latency_models": "takes a name from its own package's face (a cycle)",
