@@ -39,10 +39,10 @@ BUDGET_PER_NODE = 30
 #: search_many's warm pass; 2,000 lost 0.2%.
 POLISHED_BUDGET_SHARE = 0.5
 #: Above this many stages, MANY_STAGES_FACTOR x the budget (still at most the generic
-#: 30,000). Why: measured per k on graphs apart from the 30-graph suite
-#: (experiments/budgets_per_k.py, regal_set seeds 100-102 and barabasi_albert graphs
-#: of 150-400 ops), doubling the budget bought 0.8% / 0.25% of cost at k = 16, but
-#: 0.06% / 0.45% at k = 8 and nothing at k <= 4 (the polish's MIP decides there).
+#: 30,000). Why: measured per k on graphs apart from the 30-graph suite (regal_set seeds
+#: 100-102 and barabasi_albert graphs of 150-400 ops), doubling the budget bought 0.8% /
+#: 0.25% of cost at k = 16, but 0.06% / 0.45% at k = 8 and nothing at k <= 4 (the
+#: polish's MIP decides there).
 MANY_STAGES_K = 8
 MANY_STAGES_FACTOR = 2
 
