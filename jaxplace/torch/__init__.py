@@ -18,12 +18,27 @@ Example models to try it on: `GPT2`, `ResNet`, `ViT`, `UnequalMLP` (random weigh
 """
 
 from jaxplace.torch.boundaries import even_layer_starts, module_boundaries, repeated_layers
-from jaxplace.torch.models import GPT2, ResNet, UnequalMLP, ViT
 from jaxplace.torch.plan import PipelinePlan, plan_pipeline
 from jaxplace.torch.run import PipelineRun, run_pipeline
-from jaxplace.torch.trace import TracedOp, from_torch
+from jaxplace.torch.trace import TracedOp, from_torch, require_torch
 from jaxplace.torch.train_plan import TrainingPlan
 from jaxplace.torch.train_run import TrainingRun
+
+#: the example models (`models.py` subclasses torch.nn.Module, so it imports torch: loaded
+#: on first use, and without torch the error names the extra, as for the rest)
+_MODELS = ("GPT2", "ResNet", "UnequalMLP", "ViT")
+
+
+def __getattr__(name: str):
+    if name not in _MODELS:
+        raise AttributeError(f"module 'jaxplace.torch' has no attribute {name!r}")
+    require_torch()
+    from jaxplace.torch import models
+
+    value = getattr(models, name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "GPT2",
