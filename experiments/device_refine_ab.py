@@ -1,4 +1,4 @@
-"""A/B on the CPU: the device refinement (search/many/device_refine.py) against the
+"""A/B on the CPU: the device refinement (search/many/_device_refine.py) against the
 HiGHS MIP polish, from the same starts, on the regal-time suite's k = 4 graphs.
 
 Starts: search_many's CPU default mode with the polish off (exact step off, so every
@@ -24,7 +24,7 @@ from jaxplace.bench.search_time import instances
 from jaxplace.objectives.throughput.polish import mip_polish
 from jaxplace.objectives.throughput.reference import decode_reference
 from jaxplace.search.many import search_many
-from jaxplace.search.many.device_refine import refine
+from jaxplace.search.many._device_refine import refine
 
 
 def gm(x) -> float:

@@ -35,7 +35,7 @@ import highspy
 import numpy as np
 
 from jaxplace.bounds.base import BoundContext, MethodResult, skipped, unmodelled
-from jaxplace.bounds.cover_pricing import ConvexPricer
+from jaxplace.bounds._cover_pricing import ConvexPricer
 from jaxplace.errors import JaxplaceError
 from jaxplace.highs import INF, SCHEDULER, set_option, solve_arrays
 from jaxplace.objectives.throughput.cost import quotient_order, throughput_lower_bound

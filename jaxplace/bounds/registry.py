@@ -22,7 +22,7 @@ from jaxplace.bounds.exact import ExactBound
 from jaxplace.bounds.simple import SimpleBound
 from jaxplace.bounds.station import MAX_NODES as STATION_MAX_NODES
 from jaxplace.bounds.station import StationBound
-from jaxplace.bounds.station_check import GuessCheckBound
+from jaxplace.bounds._station_check import GuessCheckBound
 from jaxplace.errors import JaxplaceError
 from jaxplace.registry import Lazy, Registry, RegistryView, load_path
 

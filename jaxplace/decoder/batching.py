@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import jax
 import numpy as np
 
-from jaxplace.decoder import lanes
+from jaxplace.decoder import _lanes as lanes
 from jaxplace.decoder.layout import Spec, bucket
 from jaxplace.errors import JaxplaceError
 

@@ -12,7 +12,7 @@ GPU):
 
 - Kahn step: the ready unit of highest priority, ties to the smaller index (the
   integer priorities of `lanes.sortable`); the successors' in-degrees drop.
-- Transfer events of the emitted unit's member tensors (see lanes.py for the suffix
+- Transfer events of the emitted unit's member tensors (see _lanes.py for the suffix
   form): the previous member's position comes from a per-tensor `last` vector; the
   tensor is complete when its count of emitted members reaches its static member
   count (no look-ahead at later positions is needed); its first member is the
@@ -45,7 +45,7 @@ from jax.experimental import pallas as pl
 
 from jaxplace.decoder.kahn import EMITTED
 from jaxplace.decoder.layout import DeviceGraph, Spec, pow2
-from jaxplace.decoder.lanes import sortable
+from jaxplace.decoder._lanes import sortable
 from jaxplace.errors import JaxplaceError
 
 #: Candidates per program instance on a GPU (untuned: no GPU was lent when written).

@@ -16,7 +16,7 @@ from functools import partial
 import jax
 import jax.numpy as jnp
 
-from jaxplace.decoder import fused, lanes, sparse_fused
+from jaxplace.decoder import fused, _lanes as lanes, sparse_fused
 from jaxplace.decoder.kahn import kahn_one, priority_keys
 from jaxplace.decoder.layout import DeviceGraph, Spec
 from jaxplace.decoder.slicing import slice_one

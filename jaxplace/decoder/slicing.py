@@ -5,7 +5,7 @@ column c(., r) streamed over r by range additions (segment costs without O(n^2)
 memory; Archer et al., ICML 2024). Memory is O(N K)
 per candidate: the column, the DP table and the tensor bookkeeping, never (N, N).
 
-This is the simple per-candidate version (vmapped by the caller); `lanes.py` holds the
+This is the simple per-candidate version (vmapped by the caller); `_lanes.py` holds the
 population-minor fast version, tested against this one and the NumPy reference.
 """
 

@@ -51,7 +51,7 @@ from jax.experimental import pallas as pl
 
 from jaxplace.decoder.fused import NONE_SEEN, check, is_fused_spec, member_counts, on_gpu
 from jaxplace.decoder.layout import DeviceGraph, Spec, pow2
-from jaxplace.decoder.lanes import sortable
+from jaxplace.decoder._lanes import sortable
 from jaxplace.errors import JaxplaceError
 
 #: Columns of one static DP block (the unit of the l <= r skip): at least this many,

@@ -90,7 +90,7 @@ def result_dict(problem: Problem, partition, *, method: str | None = None,
 def save_result(path: str | os.PathLike, problem: Problem, partition, **kwargs) -> dict:
     """Write the result JSON atomically; returns the dict written. The problem's
     objective writes it (`Objective.result_dict`), from a search `Result`, a
-    `Partition` or a block per node (`jaxplace.objectives.latency.result` for latency)."""
+    `Partition` or a block per node (`jaxplace.objectives.latency._result` for latency)."""
     return write_result(path, problem.objective_impl.result_dict(problem, partition,
                                                                  **kwargs))
 

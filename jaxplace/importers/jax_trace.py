@@ -47,7 +47,7 @@ from jaxplace.importers.builder import GraphBuilder
 from jaxplace.importers.coarsen import coarsen as _coarsen
 from jaxplace.importers.devices import DeviceProfile, get_device
 from jaxplace.importers.fusion import fuse
-from jaxplace.importers.nnx_scopes import module_scopes
+from jaxplace.importers._nnx_scopes import module_scopes
 
 _CALL_KEYS = ("jaxpr", "call_jaxpr", "fun_jaxpr")
 _PARAM_VIEW_OPS = frozenset({"reshape", "broadcast_in_dim", "squeeze", "expand_dims",

@@ -26,7 +26,7 @@ import numpy as np
 
 import jaxplace as jp
 from jaxplace.errors import JaxplaceError
-from jaxplace.policy.solutions import read_solutions
+from jaxplace.policy._solutions import read_solutions
 
 
 def search_solutions(problems, method: str = "policy+brkga", budget: int = 1000,

@@ -17,9 +17,9 @@ import numpy as np
 from flax import nnx
 
 from jaxplace.errors import JaxplaceError
-from jaxplace.policy import checkpoint as ck
+from jaxplace.policy import _checkpoint as ck
 from jaxplace.policy import features as F
-from jaxplace.policy import numpy_forward
+from jaxplace.policy import _numpy_forward as numpy_forward
 from jaxplace.policy.model import ModelConfig, pure_apply
 from jaxplace.policy.routing import DEFAULT_POLICY, default_policy_name
 from jaxplace.problem import Problem
@@ -100,7 +100,7 @@ def _forward(graphdef, params, inputs):
 def node_distribution(policy: Policy, problem: Problem,
                       anchor: float = 0.0) -> dict[str, np.ndarray]:
     """Per-node Gaussian parameters for `problem`: {"mean", "log_std"}, each (n,)
-    float32 NumPy. Computed in NumPy (`jaxplace.policy.numpy_forward`: no XLA
+    float32 NumPy. Computed in NumPy (`jaxplace.policy._numpy_forward`: no XLA
     compile; equal to the jitted model to float32 rounding); a model with attention
     blocks runs jitted, its shapes padded to powers of two so that graphs of similar
     sizes share a compile (`Featurized.coarse_sizes`). `anchor` != 0 adds anchor x

@@ -44,12 +44,12 @@ from flax import nnx
 from jaxplace.errors import JaxplaceError
 from jaxplace.objectives.throughput.cost import simple_lower_bound
 from jaxplace.objectives.throughput.reference import decode_reference, kahn
-from jaxplace.policy import checkpoint as ck
+from jaxplace.policy import _checkpoint as ck
 from jaxplace.policy import features as F
 from jaxplace.policy.data import TRAIN_STREAM, VALID_STREAM, DataConfig, problem_set
 from jaxplace.policy.distribution import entropy, log_prob, node_log_prob, sample_latent
 from jaxplace.policy.model import ModelConfig, PolicyModel, pure_apply
-from jaxplace.policy.solutions import load_solutions
+from jaxplace.policy._solutions import load_solutions
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """The default method and the default budget of every method.
 
-`default_search` is the planner (`jaxplace.search.planner.plan`): an exact method first
+`default_search` is the planner (`jaxplace.search._planner.plan`): an exact method first
 where one fits, else the objective's own default search (for throughput on identical
 accelerators `jaxplace.objectives.throughput.search`: BRKGA, a local search on the
 order, a MIP polish).
@@ -23,9 +23,9 @@ def default_budget(problem, time_limit: float | None = None,
 
 
 def default_search(req: SearchRequest):
-    """The default method: the planner (`jaxplace.search.planner.plan`), which runs
+    """The default method: the planner (`jaxplace.search._planner.plan`), which runs
     an exact method first where one fits, else the objective's own default search."""
-    from jaxplace.search.planner import plan
+    from jaxplace.search._planner import plan
 
     return plan(req)
 

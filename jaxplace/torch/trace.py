@@ -16,7 +16,7 @@ from jaxplace.errors import JaxplaceError
 from jaxplace.graph import CompGraph
 from jaxplace.importers.builder import GraphBuilder
 from jaxplace.importers.devices import DeviceProfile, get_device
-from jaxplace.torch.aten_costs import aten_name, op_cost
+from jaxplace.torch._aten_costs import aten_name, op_cost
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,7 @@ from jaxplace.problem import Problem
 from jaxplace.search import search
 from jaxplace.torch.boundaries import even_layer_starts, module_boundaries, repeated_layers
 from jaxplace.torch.trace import TracedOp, from_torch, require_torch
-from jaxplace.torch.training_costs import (
+from jaxplace.torch._training_costs import (
     OPTIMIZER_STATE,
     backward_costs,
     profile_segments,

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from jaxplace.errors import JaxplaceError
-from jaxplace.view.colors import fmt_bytes, fmt_time, stage_color
+from jaxplace.view._colors import fmt_bytes, fmt_time, stage_color
 from jaxplace.view.model import PlanView
 from jaxplace.view.sources import plan_view
 

@@ -15,7 +15,7 @@ from strategies import tiny_problems, tiny_training_problems
 import jaxplace as jp
 from jaxplace.bounds.base import BoundContext, unmodelled
 from jaxplace.bounds.cover import CoverBound, CoverConfig, cover_bound
-from jaxplace.bounds.cover_pricing import ConvexPricer
+from jaxplace.bounds._cover_pricing import ConvexPricer
 from jaxplace.objectives.throughput.cost import throughput_lower_bound
 from jaxplace.objectives.throughput.reference import decode_reference
 

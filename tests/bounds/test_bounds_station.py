@@ -17,10 +17,10 @@ import jaxplace as jp
 from jaxplace.bounds import certify
 from jaxplace.bounds._model import dag_numbering
 from jaxplace.bounds.base import BoundContext
-from jaxplace.bounds.feasibility import FEASIBLE, INFEASIBLE, check_guess
+from jaxplace.bounds._feasibility import FEASIBLE, INFEASIBLE, check_guess
 from jaxplace.bounds.registry import BBR_MAX_NODES, BOUNDS, choose_methods
 from jaxplace.bounds.station import StationBound, refuted, station_data, windows
-from jaxplace.bounds.station_check import GuessCheckBound, guess_and_check
+from jaxplace.bounds._station_check import GuessCheckBound, guess_and_check
 from jaxplace.generators import regal
 from jaxplace.objectives.throughput.cost import evaluate_partition, quotient_order
 

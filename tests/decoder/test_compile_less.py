@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import jaxplace as jp
-from jaxplace.decoder import lanes
+from jaxplace.decoder import _lanes as lanes
 from jaxplace.decoder.layout import device_graph
 from jaxplace.decoder.scoring import score
 from jaxplace.generators import regal_set

@@ -258,7 +258,7 @@ def test_bad_input():
 
 
 def test_chunking_caps_the_dp_table_on_cpu_only():
-    from jaxplace.decoder import lanes
+    from jaxplace.decoder import _lanes as lanes
     from jaxplace.decoder.batching import CACHE_BYTES, bytes_per_candidate, chunk_size_for
 
     spec = Spec(N=208, T=208, D=24, S=24, K=16, use_param=True)
@@ -277,7 +277,7 @@ def test_ordered_keys_keep_the_float_order(dtype):
     order every non-NaN float as the floats do (-0.0 == +0.0, infinities, negatives)
     and map back exactly. (Subnormals are left out: XLA:CPU flushes them to zero, in
     its float compares as in the keys.)"""
-    from jaxplace.decoder.lanes import ordered, unordered
+    from jaxplace.decoder._lanes import ordered, unordered
 
     with jax.enable_x64(dtype == np.float64):
         info = np.finfo(dtype)

@@ -29,7 +29,7 @@ from jaxplace.decoder.fused import is_fused_spec
 from jaxplace.decoder.layout import problem_spec
 from jaxplace.errors import JaxplaceError
 from jaxplace.objectives.throughput.reference import evaluate_reference
-from jaxplace.search.islands import IslandSettings, resolve_settings
+from jaxplace.search._islands import IslandSettings, resolve_settings
 from jaxplace.search.many import islands_mode, search_many
 from jaxplace.search.many.islands_mode import (
     ACCELERATOR_ISLANDS,

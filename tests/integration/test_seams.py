@@ -205,8 +205,8 @@ def _saved(tmp_path, p, name="r.json"):
 
 
 def test_result_formats_agree_with_the_objectives():
-    from jaxplace.objectives.latency.result import FORMAT as LATENCY
-    from jaxplace.objectives.throughput_unequal.report import FORMAT as HETERO
+    from jaxplace.objectives.latency._result import FORMAT as LATENCY
+    from jaxplace.objectives.throughput_unequal._report import FORMAT as HETERO
 
     assert objectives()["throughput-unequal"].result_format == HETERO
     assert objectives()["latency"].result_format == LATENCY

@@ -11,7 +11,7 @@ import pytest
 from jaxplace.errors import JaxplaceError
 from jaxplace.pipeline.schedule import simulate_schedule
 from jaxplace.pipeline.schedule_orders import pipeline_order
-from jaxplace.pipeline.schedule_reference import reference_schedule
+from jaxplace.pipeline._schedule_reference import reference_schedule
 
 RANKS = range(2, 9)
 CHUNKS = {"gpipe": (1,), "1f1b": (1,), "interleaved-1f1b": (1, 2, 3),

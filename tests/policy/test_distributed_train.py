@@ -142,7 +142,7 @@ def _check_equals_single(dp: list[np.ndarray], single: Path) -> None:
     the update by O(lr) = 1e-3 per step."""
     import jax
 
-    from jaxplace.policy import checkpoint as ck
+    from jaxplace.policy import _checkpoint as ck
 
     _, params, _ = ck.read_policy(single / "policy")
     want = [np.asarray(a) for a in jax.tree.leaves(params)]
@@ -160,7 +160,7 @@ def _check_metrics(got: list[dict], want: list[dict]) -> None:
 
 
 def _check_only_process_zero_wrote(tmp: Path, tag: str, pair, outs) -> None:
-    from jaxplace.policy import checkpoint as ck
+    from jaxplace.policy import _checkpoint as ck
 
     assert sorted(p.name for p in outs[0].iterdir()) == [
         "ckpt_00000010.msgpack", "ckpt_00000020.msgpack", "metrics.jsonl", "policy",

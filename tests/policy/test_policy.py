@@ -19,7 +19,7 @@ import jaxplace as jp
 from jaxplace.errors import JaxplaceError
 from jaxplace.generators import regal
 from jaxplace.graph import CompGraph
-from jaxplace.policy import checkpoint as ck
+from jaxplace.policy import _checkpoint as ck
 from jaxplace.policy import features as F
 from jaxplace.policy import (
     greedy_priorities,

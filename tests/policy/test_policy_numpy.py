@@ -1,4 +1,4 @@
-"""The policy's NumPy forward pass (`jaxplace.policy.numpy_forward`) against the flax
+"""The policy's NumPy forward pass (`jaxplace.policy._numpy_forward`) against the flax
 model it replaces at inference, and the policy load that builds no model."""
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ import jaxplace as jp
 from jaxplace.generators import generate, regal
 from jaxplace.graph import CompGraph
 from jaxplace.policy import SHIPPED_POLICIES, default_policy_path, load_policy, node_distribution
-from jaxplace.policy import checkpoint as ck
+from jaxplace.policy import _checkpoint as ck
 from jaxplace.policy import features as F
-from jaxplace.policy import numpy_forward as NF
+from jaxplace.policy import _numpy_forward as NF
 from jaxplace.policy.inference import _forward, policy_from_model
 from jaxplace.policy.model import ModelConfig, PolicyModel
 

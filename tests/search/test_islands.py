@@ -1,4 +1,4 @@
-"""Island BRKGA (jaxplace/search/islands.py) on the CPU at small sizes."""
+"""Island BRKGA (jaxplace/search/_islands.py) on the CPU at small sizes."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from random_problems import random_problem
 import jaxplace as jp
 from jaxplace.decoder import FLOAT32_RTOL
 from jaxplace.errors import JaxplaceError
-from jaxplace.search.islands import IslandSettings, island_search
+from jaxplace.search._islands import IslandSettings, island_search
 
 SETTINGS = IslandSettings(islands=3, population=16, migrate_every=3, migrants=2)
 
@@ -55,7 +55,7 @@ SCRIPT = textwrap.dedent("""
     sys.path[:0] = [TESTS, os.path.join(TESTS, "search")]
     import jax, numpy as np
     from test_islands import SETTINGS, _problems
-    from jaxplace.search.islands import island_search
+    from jaxplace.search._islands import island_search
     assert len(jax.devices()) == 4
     probs = _problems() * 3  # 6 problems: padded to 8 over 4 devices
     one = island_search(probs, generations=3, seed=3, settings=SETTINGS,

@@ -1,5 +1,5 @@
 """The island engine's elite cache and the sparse kernel's bound inside it
-(jaxplace/search/islands.py): elites keep the fitness they were scored with, the
+(jaxplace/search/_islands.py): elites keep the fitness they were scored with, the
 bounded sparse kernel (+inf above the worst elite) gives every problem a confirmed,
 valid answer, deterministic, and never a best above the unbounded lanes run's start."""
 
@@ -11,7 +11,7 @@ from random_problems import random_problem
 
 import jaxplace as jp
 from jaxplace.decoder import FLOAT32_RTOL
-from jaxplace.search.islands import IslandSettings, elites, island_search
+from jaxplace.search._islands import IslandSettings, elites, island_search
 
 SETTINGS = IslandSettings(islands=2, population=16, migrate_every=3, migrants=2)
 

@@ -24,7 +24,7 @@ from jaxplace.torch import (  # noqa: E402
     repeated_layers,
     run_pipeline,
 )
-from jaxplace.torch.aten_costs import aten_name  # noqa: E402
+from jaxplace.torch._aten_costs import aten_name  # noqa: E402
 from jaxplace.torch.models import GPT2, ResNet, UnequalMLP  # noqa: E402
 from jaxplace.torch.trace import from_torch  # noqa: E402
 

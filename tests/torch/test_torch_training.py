@@ -15,7 +15,7 @@ from torch.distributed.pipelining import pipeline  # noqa: E402
 import jaxplace as jp  # noqa: E402
 from jaxplace.torch import plan_pipeline, run_pipeline  # noqa: E402
 from jaxplace.torch.models import GPT2, UnequalMLP  # noqa: E402
-from jaxplace.torch.training_costs import saved_activation_bytes  # noqa: E402
+from jaxplace.torch._training_costs import saved_activation_bytes  # noqa: E402
 
 
 def lm_loss(out, tgt):

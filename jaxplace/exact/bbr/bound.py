@@ -7,7 +7,7 @@
   it optimal. Valid for CPU blocks and CPU-only ops too.
 - `CrossBound` (a closed-form rung, not registered here): the forced-crossings bound
   of `cross` alone, in milliseconds; 0 ("skipped") with CPU blocks.
-- `bbr_exact`: the same as the planner's exact step (`jaxplace.search.planner`, option
+- `bbr_exact`: the same as the planner's exact step (`jaxplace.search._planner`, option
   `exact="bbr"`), answering an `ExactAnswer`.
 """
 

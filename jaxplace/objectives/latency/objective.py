@@ -112,7 +112,7 @@ class Latency(Objective):
         """The partition a saved result stands for: its assignment with the saved
         schedule's event order (`latency.result.saved_partition`), so that it reloads
         at the saved makespan."""
-        from jaxplace.objectives.latency.result import saved_partition
+        from jaxplace.objectives.latency._result import saved_partition
 
         return saved_partition(problem, data, assignment, source)
 
@@ -155,7 +155,7 @@ class Latency(Objective):
     def result_dict(self, problem, partition, **fields) -> dict:
         """`latency_result_dict`; a schedule that fits no device's memory (ops left
         unplaced) is refused rather than written with device -1."""
-        from jaxplace.objectives.latency.result import latency_result_dict, schedule_of
+        from jaxplace.objectives.latency._result import latency_result_dict, schedule_of
 
         schedule = schedule_of(problem, partition)
         if not np.isfinite(schedule.makespan) or np.any(np.asarray(schedule.device) < 0):
@@ -167,7 +167,7 @@ class Latency(Objective):
         return f"{value * 1e3:.6g} ms"
 
     def report(self, problem, result, certificate=None) -> list[str]:
-        from jaxplace.objectives.latency.result import report_lines
+        from jaxplace.objectives.latency._result import report_lines
 
         return report_lines(problem, result, certificate)
 

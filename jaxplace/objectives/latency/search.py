@@ -40,7 +40,7 @@ import numpy as np
 from jaxplace.objectives.latency.baselines import BASELINES, upward_ranks
 from jaxplace.objectives.latency.instance import Schedule
 from jaxplace.objectives.latency.reference import kahn_order, list_schedule
-from jaxplace.objectives.latency.refine import refine, start_order
+from jaxplace.objectives.latency._refine import refine, start_order
 from jaxplace.partition import Partition
 
 #: Share of the budget spent by BRKGA; the rest goes to the local search.

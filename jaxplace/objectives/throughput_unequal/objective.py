@@ -97,7 +97,7 @@ class UnequalDevices(ClosedFormCertify, Objective):
     def result_dict(self, problem, partition, *, method=None, seed=None,
                     lower_bound=None, source=None, timings=None, extra=None,
                     certificate=None, **_ignored) -> dict:
-        from jaxplace.objectives.throughput_unequal.report import result_dict
+        from jaxplace.objectives.throughput_unequal._report import result_dict
 
         part = as_partition(partition)
         sc = self.evaluate_partition(problem, part)
@@ -122,7 +122,7 @@ class UnequalDevices(ClosedFormCertify, Objective):
         return f"{value * 1e3:.6g} ms"
 
     def report(self, problem, result, certificate=None) -> list[str]:
-        from jaxplace.objectives.throughput_unequal.report import report_lines
+        from jaxplace.objectives.throughput_unequal._report import report_lines
 
         part = as_partition(result)
         return report_lines(problem, part, self.evaluate_partition(problem, part))

@@ -33,7 +33,7 @@ from jaxplace.objectives.training.model import (
     split_cost,
     training_ops,
 )
-from jaxplace.objectives.training.search import balanced_split, search_splits, valid_cuts
+from jaxplace.objectives.training._search import balanced_split, search_splits, valid_cuts
 from jaxplace.partition import Partition
 from jaxplace.pipeline.schedule_orders import SPLIT_BACKWARD
 

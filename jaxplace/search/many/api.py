@@ -258,7 +258,7 @@ def iter_search_many(problems: Sequence[Problem], method: str | None = None, *,
                 for i, p in enumerate(problems)]
     solved = []
     if exact:  # the planner's first step: problems an exact method proves at once
-        from jaxplace.search.planner import exact_answer
+        from jaxplace.search._planner import exact_answer
 
         share = None if time_limit is None else 0.5 * time_limit / len(problems)
         try:
@@ -287,7 +287,7 @@ def iter_search_many(problems: Sequence[Problem], method: str | None = None, *,
             stream = ray_buckets(prepared, buckets, settings, cancel, ray_address,
                                  num_cpus)
         else:
-            from jaxplace.search.many.threads import local_buckets
+            from jaxplace.search.many._threads import local_buckets
 
             stream = local_buckets(prepared, buckets, settings, cancel, start,
                                    workers or usable_cores())

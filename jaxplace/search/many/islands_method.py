@@ -11,7 +11,7 @@ import numpy as np
 
 from jaxplace.errors import JaxplaceError
 from jaxplace.objectives.throughput.reference import decode_reference
-from jaxplace.search.islands import IslandGroup, check_problems
+from jaxplace.search._islands import IslandGroup, check_problems
 from jaxplace.search.many.api import ManySettings, prepare, seed_result
 from jaxplace.search.many.buckets import Bucket
 from jaxplace.search.many.islands_mode import (

@@ -1,5 +1,5 @@
 """`search_many(..., mode="islands")` and `search(problem, "islands")`: island BRKGA
-sized to the device (`jaxplace.search.islands`).
+sized to the device (`jaxplace.search._islands`).
 
 The accelerator mode of batched searches: instead of one 100-wide BRKGA then a local
 search per problem, every problem runs `islands` BRKGA populations of `population`
@@ -39,7 +39,7 @@ from jaxplace.decoder.batching import DEFAULT_MEMORY_BUDGET
 from jaxplace.decoder.evaluator import AUTO_IMPL, default_platform
 from jaxplace.errors import JaxplaceError
 from jaxplace.objectives.throughput.reference import decode_reference
-from jaxplace.search.islands import (
+from jaxplace.search._islands import (
     IslandGroup,
     IslandSettings,
     device_mesh,
@@ -241,7 +241,7 @@ def refine_results(group: IslandGroup, results: list, steps: int):
     `device_refine.refine_group` on the group's stacked graphs and best rows (one
     compiled call, sharded as the group), kept only where the decoder's cost of the
     refined row is below the island search's."""
-    from jaxplace.search.many.device_refine import refine_group
+    from jaxplace.search.many._device_refine import refine_group
 
     t0 = time.perf_counter()
     _, _, _, best_x = group.state

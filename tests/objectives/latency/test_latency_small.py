@@ -13,7 +13,7 @@ from jaxplace.objectives.latency.baselines import BASELINES, eft_greedy
 from jaxplace.objectives.latency.instance import validate_schedule
 from jaxplace.objectives.latency.milp import solve_moirai
 from jaxplace.objectives.latency.reference import schedule_order
-from jaxplace.objectives.latency.refine import refine, start_order
+from jaxplace.objectives.latency._refine import refine, start_order
 
 # the 1% target of the issue; the MILP stops at mip_rel_gap 1e-7
 WITHIN = 1.01

@@ -14,7 +14,7 @@ import jaxplace as jp
 from jaxplace.errors import JaxplaceError
 from jaxplace.graph import CompGraph
 from jaxplace.objectives import objective_of, objectives
-from jaxplace.pipeline.schedule_reference import reference_schedule
+from jaxplace.pipeline._schedule_reference import reference_schedule
 from jaxplace.testing import check_objective
 
 SETTINGS = [

@@ -1,4 +1,4 @@
-"""Device refinement (jaxplace/search/many/device_refine.py): the blocks it reads equal
+"""Device refinement (jaxplace/search/many/_device_refine.py): the blocks it reads equal
 the host traceback, every move is a topological order that Kahn reproduces from its
 priorities, a refined cost never exceeds the start and equals the float64 reference
 of the returned priorities, the same on 1 and 4 host devices, deterministic."""
@@ -20,7 +20,7 @@ from repo_paths import ROOT
 import jaxplace as jp
 from jaxplace.decoder import FLOAT32_RTOL, device_graph
 from jaxplace.decoder.partitions import decode_chunk, traceback
-from jaxplace.search.many.device_refine import blocks, closure, moves, node_priorities, refine
+from jaxplace.search.many._device_refine import blocks, closure, moves, node_priorities, refine
 
 
 def _order(problem, x):
@@ -110,8 +110,8 @@ import numpy as np
 sys.path.insert(0, "tests")
 from random_problems import random_problem
 import jax
-from jaxplace.search.islands import device_mesh
-from jaxplace.search.many.device_refine import refine
+from jaxplace.search._islands import device_mesh
+from jaxplace.search.many._device_refine import refine
 rng = np.random.default_rng(3)
 probs = [random_problem(rng, 24, k=int(k)) for k in (2, 3, 4, 3)]
 X = [rng.random(p.n).astype(np.float32) for p in probs]

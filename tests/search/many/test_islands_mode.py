@@ -18,7 +18,7 @@ import jaxplace as jp
 from jaxplace.errors import JaxplaceError
 from jaxplace.objectives.throughput.cost import evaluate_partition
 from jaxplace.objectives.throughput.reference import decode_reference, evaluate_reference
-from jaxplace.search.islands import IslandGroup, IslandSettings, island_search
+from jaxplace.search._islands import IslandGroup, IslandSettings, island_search
 from jaxplace.search.many import prepare, search_many
 from jaxplace.search.many.buckets import plan_buckets
 from jaxplace.search.many.islands_mode import auto_mode, generations_of

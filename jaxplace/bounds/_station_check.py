@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass
 
 from jaxplace.bounds.base import BoundContext, MethodResult, skipped
-from jaxplace.bounds.feasibility import FEASIBLE, INFEASIBLE, check_guess
+from jaxplace.bounds._feasibility import FEASIBLE, INFEASIBLE, check_guess
 from jaxplace.bounds.station import station_data, station_skip, station_upper
 from jaxplace.errors import JaxplaceError
 from jaxplace.objectives.throughput.cost import evaluate_partition, throughput_lower_bound

@@ -41,7 +41,7 @@ import numpy as np
 from jaxplace.errors import JaxplaceError
 from jaxplace.importers.builder import US
 from jaxplace.importers.devices import DeviceProfile
-from jaxplace.torch.aten_costs import ATEN_VIEWS, MATRIX_OPS
+from jaxplace.torch._aten_costs import ATEN_VIEWS, MATRIX_OPS
 from jaxplace.torch.trace import TracedOp
 
 #: bytes the optimizer step moves per parameter byte

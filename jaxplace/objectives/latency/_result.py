@@ -13,7 +13,7 @@ from jaxplace.objectives.latency.instance import Schedule, Transfer
 from jaxplace.objectives.latency.reference import critical_path
 from jaxplace.objectives.latency.reference import lower_bound as closed_form_bound
 from jaxplace.objectives.latency.search import ScheduledPartition
-from jaxplace.objectives.latency.summary import device_summary, device_table
+from jaxplace.objectives.latency._summary import device_summary, device_table
 from jaxplace.partition import Partition
 
 FORMAT = "jaxplace-latency-result/1"

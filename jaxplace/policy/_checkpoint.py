@@ -33,7 +33,7 @@ import numpy as np
 from flax import nnx, serialization
 
 from jaxplace.errors import JaxplaceError
-from jaxplace.policy import numpy_forward
+from jaxplace.policy import _numpy_forward as numpy_forward
 from jaxplace.policy.features import FEATURE_VERSION
 from jaxplace.policy.model import ModelConfig, PolicyModel
 
