@@ -176,7 +176,7 @@ def _kernel(spec: Spec, B: int, indexed: bool, use_tau: bool, column_block: int,
         word = jnp.sum(jnp.where(hit_w, words, 0), axis=0)
         low = word & (-word)
         rank = wi * WORD + (WORD - 1 - lax.clz(low))
-        words = words ^ jnp.where(hit_w, low[None, :], 0)
+        words = words ^ jnp.where(hit_w, low[None, :], 0).astype(words.dtype)
         u = by_rank_ref[rank * B + lane]  # (B,)
 
         def drop(s, carry):
@@ -188,7 +188,10 @@ def _kernel(spec: Spec, B: int, indexed: bool, use_tau: bool, column_block: int,
             st = state.put(st, "indeg", vv, left, valid)
             rv = rank_ref[vv * B + lane]
             bit = jnp.where(valid & (left == 0), jnp.left_shift(1, rv & (WORD - 1)), 0)
-            words = words | jnp.where(iota_w == (rv >> 5)[None, :], bit[None, :], 0)
+            # int32 whatever the operands: under x64 an index read promotes `bit`, and
+            # the loop's carry must keep its type
+            words = words | jnp.where(iota_w == (rv >> 5)[None, :], bit[None, :],
+                                      0).astype(words.dtype)
             return words, st
 
         words, st = lax.fori_loop(0, jnp.max(n_succ_ref[u]), drop, (words, st))
