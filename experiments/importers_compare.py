@@ -20,7 +20,7 @@ import torch
 
 import jaxplace as jp
 from jaxplace import importers
-from jaxplace.torch import GPT2, ResNet, UnequalMLP, ViT, from_torch
+from jaxplace.torch import GPT2, MaskedEncoder, ResNet, UnequalMLP, ViT, from_torch
 
 
 def modules():
@@ -35,22 +35,6 @@ def modules():
     mask = torch.zeros(2, 16, dtype=torch.bool)
     mask[:, 12:] = True  # 4 padding tokens per sequence
     yield "Masked encoder", MaskedEncoder(), (torch.randint(0, 100, (2, 16)), mask)
-
-
-class MaskedEncoder(torch.nn.Module):
-    """BERT-like: token embeddings, torch.nn.TransformerEncoder (2 layers, d 64, 4 heads,
-    erf GELU) with a key padding mask."""
-
-    def __init__(self):
-        super().__init__()
-        nn = torch.nn
-        self.emb = nn.Embedding(100, 64)
-        layer = nn.TransformerEncoderLayer(64, 4, 256, dropout=0.0, batch_first=True,
-                                           activation="gelu")
-        self.enc = nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
-
-    def forward(self, ids, mask):
-        return self.enc(self.emb(ids), src_key_padding_mask=mask)
 
 
 def export(model, args, path, exporter) -> bool:

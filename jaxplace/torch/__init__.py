@@ -26,7 +26,7 @@ from jaxplace.torch.train_run import TrainingRun
 
 #: the example models (`models.py` subclasses torch.nn.Module, so it imports torch: loaded
 #: on first use, and without torch the error names the extra, as for the rest)
-_MODELS = ("GPT2", "ResNet", "UnequalMLP", "ViT")
+_MODELS = ("GPT2", "MaskedEncoder", "ResNet", "UnequalMLP", "ViT")
 
 
 def __getattr__(name: str):
@@ -42,6 +42,7 @@ def __getattr__(name: str):
 
 __all__ = [
     "GPT2",
+    "MaskedEncoder",
     "PipelinePlan",
     "PipelineRun",
     "ResNet",

@@ -1,5 +1,6 @@
 """Plain-PyTorch models to plan and run (no downloads, random weights): a GPT-2-like
-decoder, a ResNet-50-like CNN, an MLP stack of unequal layers and a small ViT. The
+decoder, a ResNet-50-like CNN, an MLP stack of unequal layers, a small ViT and a BERT-like
+encoder with a key padding mask. The
 defaults are the published sizes (GPT-2 small: 12 layers, width 768, 12 heads,
 vocabulary 50257; ResNet-50: bottleneck blocks [3, 4, 6, 3], width 64); tests shrink
 them. Module names follow the originals (`transformer.h.0.attn.c_attn`, `layer1.0`)
@@ -168,3 +169,19 @@ class ViT(nn.Module):
         for block in self.blocks:
             x = block(x)
         return self.head(self.norm(x)[:, 0])
+
+
+class MaskedEncoder(nn.Module):
+    """BERT-like: token embeddings, nn.TransformerEncoder (2 layers, d 64, 4 heads, erf
+    GELU) with a key padding mask (the ONNX exporters write the mask as Cast, Where,
+    Expand). Call with (ids (B, S) int64, mask (B, S) bool)."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(100, 64)
+        layer = nn.TransformerEncoderLayer(64, 4, 256, dropout=0.0, batch_first=True,
+                                           activation="gelu")
+        self.enc = nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
+
+    def forward(self, ids, mask):
+        return self.enc(self.emb(ids), src_key_padding_mask=mask)

@@ -20,8 +20,14 @@ pytest.importorskip("onnx")
 
 import jaxplace as jp  # noqa: E402
 from jaxplace.importers.agreement import compare, explained_us, table  # noqa: E402
-from jaxplace.torch import from_torch  # noqa: E402
-from jaxplace.torch.models import GPT2, ResNet, UnequalMLP, ViT  # noqa: E402
+from jaxplace.torch import (  # noqa: E402
+    GPT2,
+    MaskedEncoder,
+    ResNet,
+    UnequalMLP,
+    ViT,
+    from_torch,  # noqa: E402
+)
 
 TOL = 0.05
 
@@ -46,22 +52,6 @@ def _case(name: str):
         mask[:, 12:] = True
         return MaskedEncoder(), (torch.randint(0, 100, (2, 16)), mask)
     raise KeyError(name)
-
-
-class MaskedEncoder(torch.nn.Module):
-    """torch.nn.TransformerEncoder (2 layers, d 64, 4 heads) over token embeddings with
-    a key padding mask: the exporters write the mask as Cast, Where, Expand."""
-
-    def __init__(self):
-        super().__init__()
-        nn = torch.nn
-        self.emb = nn.Embedding(100, 64)
-        layer = nn.TransformerEncoderLayer(64, 4, 256, dropout=0.0, batch_first=True,
-                                           activation="gelu")
-        self.enc = nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
-
-    def forward(self, ids, mask):
-        return self.enc(self.emb(ids), src_key_padding_mask=mask)
 
 
 def _export(model, args, path, exporter: str) -> None:
