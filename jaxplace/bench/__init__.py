@@ -6,7 +6,10 @@ benchmarks) exposes `HELP` (one line), `add_arguments(parser)`
 and `run(args) -> int`. Benchmarks print figures, side by side with a yardstick where
 there is one (the C++ BRKGA peer of `cpp_peer`, built from `cpp/brkga.cpp` on the
 user's machine); they never assert wall-clock limits. The research benchmarks live
-outside the package, in the repository's experiments/bench/ (`MOVED`).
+outside the package, in the repository's experiments/bench/ (`MOVED`). Modules the
+benchmarks share: `runs` (markdown tables), `phases` (`bench search --phases`: the cold
+path, phase by phase), `search_time` (`bench search --suite regal-time`: time to
+solution), `bounds_onnx` (the ONNX graphs of `bench bounds --suite onnx`).
 """
 
 from __future__ import annotations

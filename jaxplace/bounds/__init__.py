@@ -7,6 +7,10 @@
 The methods of the ladder are in `registry.BOUNDS` (name -> `base.BoundMethod`); every
 one returns a `MethodResult`. Names load on first access, so that importing this
 package (as the solve workers do, `python -m jaxplace.bounds.worker`) stays light.
+Beside the methods' modules: `simple` (L = max(max work, total work / k)), `station`
+(station windows for a guessed bottleneck, SALBP-2 style), `crosscheck` (a
+certificate's bounds checked against plans of known cost), `worker` (one HiGHS solve in
+a child process, pickles in and out).
 """
 
 from __future__ import annotations

@@ -8,6 +8,9 @@
   and layout (layout.py): `Spec`, `DeviceGraph`, `device_graph`, `stack_graphs`;
   host batching (batching.py); window policies (window.py); the `Partition` of a
   priority vector: orders, cuts, traceback (partitions.py).
+- For one candidate: Kahn with priorities (kahn.py) and the SliceGraph DP
+  (slicing.py); both in one Pallas kernel (fused.py), and one doing only the work it
+  needs (sparse_fused.py).
 """
 
 from jaxplace.compile_cache import enable_compile_cache as _enable_compile_cache

@@ -6,7 +6,8 @@
 
 As a certificate method: `jp.certify(problem, methods=("ideals",))`. Branch, bound and
 remember over the same ideals (proofs where the DP has too many states) is the
-subpackage `jaxplace.exact.bbr`.
+subpackage `jaxplace.exact.bbr`. `pieces` holds the virtual devices of a non-contiguous
+split (its pieces in pipeline order, the fewest of them).
 """
 
 from jaxplace.exact.atoms import Atoms, build_atoms

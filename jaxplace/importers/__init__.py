@@ -8,7 +8,10 @@ with `jaxplace.torch`'s graph of the same module, op kind by op kind.
     problem = jp.Problem(graph, k=4)          # bandwidth 1: sizes are link times
 
 Units of imported graphs: `work` and tensor sizes in microseconds, `size_param` in
-bytes (see `jax_trace` for the conventions).
+bytes (see `jax_trace` for the conventions). What the importers share: `builder` (nodes,
+tensors and parameters assembled into a `CompGraph` with roofline costs), `onnx_fold`
+(an ONNX model as a runtime sees it: constants folded, shapes static), `provenance`
+(where a result's graph came from: model file and sha256, grouped ops).
 """
 
 from __future__ import annotations

@@ -6,6 +6,9 @@ pipeline frameworks (baselines), and the configs shipped with jaxplace.
     from jaxplace import llm
     problem = llm.llm_problem(llm.shipped_config("llama-2-7b"), k=8, mode="training")
     result = jp.search(problem)
+
+`cluster_split` splits a layer chain exactly over a cluster's devices; `cluster_result`
+turns its plan into a result (a row per stage, the DP's certificate).
 """
 
 from jaxplace.llm.baselines import BASELINES, split_by_parameters, split_by_time, split_uniform

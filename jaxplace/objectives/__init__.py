@@ -7,7 +7,10 @@ one package per objective (`throughput/`, `throughput_unequal/`, `latency/`,
     obj.evaluate_partition(problem, assignment).cost
     obj.lower_bound(problem)
 
-See `base.Objective` for the contract and `registry` for adding one.
+See `base.Objective` for the contract and `registry` for adding one. `api` holds the
+user API that dispatches through the objective (`jp.evaluate`, `jp.decode`,
+`jp.simple_lower_bound`), `ladder` the certificate of objectives outside the throughput
+ladder (a few named bounds against the partition's cost).
 
 This face imports nothing: some modules of the objective packages sit below the
 contract in the import layers (the throughput cost model, the latency model), and

@@ -4,7 +4,9 @@ REGAL (Paliwal et al., ICLR 2020) and one-shot priority sampling (Jeon et al., I
 2023): a graph neural network maps a problem's scale-free features to a distribution
 over priority vectors; Kahn + SliceGraph decode them. See `train` for the estimator
 and `distribution` for the distribution;
-`jaxplace.policy.train.train(config)` trains one from a recipe.
+`jaxplace.policy.train.train(config)` trains one from a recipe, `distributed` the same
+data-parallel over processes and hosts, and `experts` holds search solutions of a
+training pool to learn from (expert iteration).
 
     from jaxplace.policy import load_policy, node_distribution, sample_priorities
     pol = load_policy(problem=problem)  # the shipped policy for it (`routing`)

@@ -9,7 +9,12 @@
 `api.search` (the entry point), `registry.METHODS` (every method by name, each a
 `Method` called with a `SearchRequest`), `stop` (`StopRule`, `Progress`), `driver`
 (the compiled loop), `programs` (`Program` protocol, evosax / random / local-search
-programs, `SearchData`, fitness callables), `default` (the default search).
+programs, `SearchData`, fitness callables), `default` (the default search), `methods`
+(the basic methods: evosax algorithms, random, DFS, MLA), `policy` (methods driven by a
+learned policy), `key_shift` (seeded BRKGA then local search on the keys, shared by the
+latency and unequal-device searches), `baselines` (zero-shot orders, the slow random
+reference), `deadline` (a call that answers by its deadline while XLA compiles),
+`many` (`search_many`: many problems in few compiled programs).
 """
 
 from __future__ import annotations

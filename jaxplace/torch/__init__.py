@@ -15,6 +15,8 @@ torch.distributed.pipelining accepts (`plan_pipeline`) and run it over local pro
     plan.step_time, run.step_time, plan.stage_memory, run.peak_memory
 
 Example models to try it on: `GPT2`, `ResNet`, `ViT`, `UnequalMLP` (random weights).
+`processes` holds what the stage processes need (a free port, a picklable module, the
+wait under a timeout).
 """
 
 from jaxplace.torch.boundaries import even_layer_starts, module_boundaries, repeated_layers

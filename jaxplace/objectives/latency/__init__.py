@@ -7,6 +7,7 @@ scheduling), `decoder` (the same, batched in JAX, for search), `baselines` (fast
 single device, EFT greedy with upward ranks, best contiguous pipeline), `milp`
 (MOIRAI's MILP on HiGHS, and cheap and LP lower bounds), `contiguous` (the
 contiguous-split IP of Tarnawski et al.), `brute` (exhaustive, tiny instances).
+`objective` is the `Objective` that dispatches to them and `search` its priority search:
 `jp.search(jp.Problem(graph, cluster=c, objective="latency"))` runs them through the
 search methods. Names below load their module on first use (HiGHS, JAX).
 """

@@ -8,7 +8,8 @@ prefix of that sequence. `model` holds the stage cost (per-device op times, tran
 over the directed links, memory), `reference` the float64 oracle (DP, decode,
 `evaluate_stages`), `decoder` the batched JAX decoder, `bound` a valid lower bound,
 `search` the default search, `baselines` the identical-device baselines, `brute` brute
-force for tests. A `Problem(graph, cluster=unequal, objective="throughput")` uses it.
+force for tests, `objective` the `Objective` over them (for every cluster, uniform or
+not). A `Problem(graph, cluster=unequal, objective="throughput")` uses it.
 """
 
 import importlib

@@ -3,8 +3,10 @@
 
 Modules, lowest first: `buckets` (size classes and padded shapes), `program` (the
 compiled step of a bucket), `run` (one bucket's host loop, streaming, MIP polish),
-`local` and `ray_tasks` (the executors), `api` (validation, the exact first step,
-`search_many` / `iter_search_many`).
+the executors (a private pool of host threads; `ray_tasks` on Ray), `api` (validation,
+the exact first step, `search_many` / `iter_search_many`); `islands_mode`
+(`mode="islands"`: island BRKGA sized to the device) and `islands_method` (the same
+for one problem, as the search method "islands").
 """
 
 from jaxplace.search.many.api import (
