@@ -10,6 +10,22 @@ a policy). A policy fine-tuned from another shipped one may be packed against it
 (`pack_policy(d, base="gnn-v3")`: each array's planes XOR the base's, which shares the
 sign and exponent bytes, so 12% fewer bytes; the base is the sibling directory named
 in the file, itself packed or not). Unpacking gives back the msgpack file byte for byte.
+
+Packing may also drop the low byte planes of float32 arrays (`pack_policy(d,
+drop_low_bytes=1)`): the lowest byte of a float32 weight is close to uniformly random
+(1.12 MB of entropy in its 1.13 MB plane for 1,127,298 parameters), so no lossless
+coder shrinks it, while dropping it takes about 1.1 MB off a packed policy. Each
+value is first rounded to nearest, ties to even, on its uint32 bits u: with s = 8 x
+dropped bytes, u' = (u + 2^(s-1) - 1 + bit_s(u)) >> s << s. A carry out of the
+mantissa moves the exponent up (the next power of two, or inf above the largest
+float, as IEEE rounding does); inf is kept, NaN stays NaN (truncated, quiet bit set).
+Kept mantissa bits 23 - s, so |x' - x| <= 2^(e - 24 + s) <= 2^(s - 24) |x| for a
+normal x in [2^e, 2^(e+1)): relative error <= 2^-16 for one byte (the 24-bit floats
+the wheel's -train policies hold); subnormals keep that absolute error 2^(s - 150).
+The file records the count per array (a sixth field of its entry; entries of four or
+five fields, written before, drop none) and stores only the kept planes, which alone
+XOR the base's; reading puts zero bytes back, so unpacking gives back the rounded
+arrays byte for byte.
 Training checkpoints (`ckpt_<step>.msgpack`) hold the parameters,
 optimizer state, PRNG key and step, plus the training config they belong to.
 
@@ -172,24 +188,88 @@ def _planes(a: np.ndarray) -> np.ndarray:
     return a.reshape(-1).view(np.uint8).reshape(-1, a.dtype.itemsize).T
 
 
-def pack_weights(flat: dict, base: dict | None = None, base_name: str | None = None
-                 ) -> bytes:
+#: The dtype whose low byte planes packing can drop: little-endian float32, so the
+#: dropped planes are the first ones of `_planes`.
+_ROUNDABLE = np.dtype("<f4")
+
+
+def round_float32(a, drop_bytes: int) -> np.ndarray:
+    """`a` as float32 ("<f4") with its `drop_bytes` low bytes zero, rounded to nearest,
+    ties to even, on the uint32 bits (module docstring); NaN stays NaN, inf inf."""
+    x = np.ascontiguousarray(a, _ROUNDABLE)
+    if not 0 <= drop_bytes < 4:
+        raise ValueError(f"drop_bytes must be 0 .. 3, got {drop_bytes}")
+    if drop_bytes == 0:
+        return x.copy()
+    s = 8 * drop_bytes
+    u = x.view("<u4").astype(np.uint64)  # 64 bits: the rounding add cannot wrap
+    keep = np.uint64((0xFFFFFFFF >> s) << s)
+    lsb = (u >> np.uint64(s)) & np.uint64(1)
+    rounded = (u + np.uint64((1 << (s - 1)) - 1) + lsb) & keep
+    # NaN: rounding could carry its payload into the sign; truncate and keep it a NaN
+    nan = ((u >> np.uint64(23)) & np.uint64(0xFF) == 0xFF) & (u & np.uint64(0x7FFFFF) != 0)
+    rounded = np.where(nan, (u & keep) | np.uint64(0x400000), rounded)
+    return rounded.astype("<u4").view(_ROUNDABLE).reshape(x.shape)
+
+
+def _drop_for(a: np.ndarray, drop_low_bytes: int) -> int:
+    """Low bytes to drop of array `a`: float32 arrays only, the rest stay exact."""
+    return drop_low_bytes if a.dtype.kind == "f" and a.dtype.itemsize == 4 else 0
+
+
+def rounded_weights(flat: dict, drop_low_bytes: int = 0) -> dict:
+    """`flat` ({name: array}) as `pack_weights(flat, drop_low_bytes=...)` stores it:
+    its float32 arrays rounded (`round_float32`), the others as they are."""
+    out = {}
+    for name, value in flat.items():
+        a = np.asarray(value)
+        drop = _drop_for(a, drop_low_bytes)
+        out[name] = round_float32(a, drop) if drop else value
+    return out
+
+
+def pack_weights(flat: dict, base: dict | None = None, base_name: str | None = None,
+                 drop_low_bytes: int = 0) -> bytes:
     """Deflate of the arrays of `flat` ({name: array}) with each array's bytes in planes;
     with `base` ({name: array}, the policy `base_name` it was fine-tuned from), the
-    planes XOR the base's where name, dtype and shape agree."""
+    planes XOR the base's where name, dtype and shape agree. `drop_low_bytes` > 0:
+    float32 arrays rounded to that many fewer bytes (`round_float32`), whose low planes
+    are not stored (entries get a sixth field, the count; without it the file is the
+    one this function wrote before the field existed)."""
     arrays = []
     for name, value in flat.items():
         a = np.ascontiguousarray(value)
-        planes = _planes(a)
+        drop = _drop_for(a, drop_low_bytes)
+        if drop:
+            a = round_float32(a, drop)
+        planes = _planes(a)[drop:]  # the dropped planes are zero: never stored or XORed
         b = None if base is None else base.get(name)
         xored = b is not None and b.dtype == a.dtype and b.shape == a.shape
         if xored:
-            planes = planes ^ _planes(b)
-        arrays.append([name, a.dtype.str, list(a.shape), planes.tobytes(), xored])
+            planes = planes ^ _planes(b)[drop:]
+        entry = [name, a.dtype.str, list(a.shape), planes.tobytes(), xored]
+        arrays.append(entry + [drop] if drop else entry)
     doc = {"format": PACKED_FORMAT, "arrays": arrays}
     if base is not None:
         doc["base"] = base_name
     return zlib.compress(serialization.msgpack_serialize(doc), 9)
+
+
+def _unpack_array(entry, base: dict | None) -> tuple[str, np.ndarray]:
+    """(name, array) of one entry of a packed file: [name, dtype, shape, planes] plus,
+    in later files, xored and the count of dropped low planes (restored as zeros)."""
+    name, dtype, shape, planes, *rest = entry
+    xored, drop = (list(rest) + [False, 0])[:2]
+    dt = np.dtype(dtype)
+    if drop and not (dt == _ROUNDABLE and 0 < int(drop) < dt.itemsize):
+        raise ValueError(f"cannot drop {drop} planes of {dtype}")
+    drop = int(drop)
+    raw = np.frombuffer(planes, np.uint8).reshape(dt.itemsize - drop, -1)
+    if xored:
+        raw = raw ^ _planes(base[name])[drop:]
+    if drop:
+        raw = np.concatenate([np.zeros((drop, raw.shape[1]), np.uint8), raw])
+    return name, np.ascontiguousarray(raw.T).view(dt).reshape(shape)
 
 
 def unpack_weights(path: Path, data: bytes) -> dict:
@@ -209,14 +289,7 @@ def unpack_weights(path: Path, data: bytes) -> dict:
             raise _fail(path, f"its base policy {doc['base']!r} is not beside it")
         base = read_weights(base_dir)
     try:
-        out = {}
-        for name, dtype, shape, planes, *xored in doc["arrays"]:
-            dt = np.dtype(dtype)
-            raw = np.frombuffer(planes, np.uint8).reshape(dt.itemsize, -1)
-            if xored and xored[0]:
-                raw = raw ^ _planes(base[name])
-            out[name] = np.ascontiguousarray(raw.T).view(dt).reshape(shape)
-        return out
+        return dict(_unpack_array(entry, base) for entry in doc["arrays"])
     except Exception as e:  # reshape and the base's lookup raise unrelated types
         raise _fail(path, f"truncated or corrupt packed weights file ({type(e).__name__})") \
             from None
@@ -241,15 +314,16 @@ def weights_bytes(directory) -> bytes:
     return serialization.msgpack_serialize(read_weights(directory))
 
 
-def pack_policy(directory, base: str | None = None) -> Path:
+def pack_policy(directory, base: str | None = None, drop_low_bytes: int = 0) -> Path:
     """Replace `params.msgpack` (or a packed file) by `params.planes.zlib`, packed
     against the sibling policy `base` if given, after checking that unpacking gives back
-    the same bytes."""
+    the same bytes: those of the weights rounded as `drop_low_bytes` says (0: exact;
+    1: float32 weights rounded to 24 bits, relative error <= 2^-16, module docstring)."""
     d = Path(directory)
     flat = read_weights(d)
-    raw = serialization.msgpack_serialize(flat)
+    raw = serialization.msgpack_serialize(rounded_weights(flat, drop_low_bytes))
     base_flat = None if base is None else read_weights(d.parent / base)
-    packed = pack_weights(flat, base_flat, base)
+    packed = pack_weights(flat, base_flat, base, drop_low_bytes)
     if serialization.msgpack_serialize(unpack_weights(d / PACKED_NAME, packed)) != raw:
         raise _fail(d / WEIGHTS_NAME, "packing does not give back the same bytes")
     _write_atomic(d / PACKED_NAME, packed)
