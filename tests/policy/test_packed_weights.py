@@ -12,6 +12,7 @@ from flax import serialization
 
 from jaxplace.errors import JaxplaceError
 from jaxplace.policy import _checkpoint as ck
+from jaxplace.policy.routing import SHIPPED_POLICIES
 
 
 def _bits(values) -> np.ndarray:
@@ -168,3 +169,14 @@ def test_a_corrupt_rounded_file_is_a_one_line_error_naming_it(tmp_path, how):
         ck.read_weights(d)
     assert ck.PACKED_NAME in str(e.value) and "\n" not in str(e.value)
 
+
+def test_the_shipped_policies_drop_a_plane_on_the_train_policies_only():
+    # the default policy stays bit-exact (every search on plain graphs keeps its
+    # results); the two -train policies hold 24-bit floats, the wheel under 10 MB
+    from jaxplace.policy import default_policy_path
+
+    for name in SHIPPED_POLICIES:
+        data = (default_policy_path(name) / ck.PACKED_NAME).read_bytes()
+        doc = serialization.msgpack_restore(zlib.decompress(data))
+        drops = {e[5] if len(e) == 6 else 0 for e in doc["arrays"]}
+        assert drops == ({1} if name.endswith("-train") else {0}), name

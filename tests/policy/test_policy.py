@@ -815,6 +815,21 @@ def test_each_policy_card_command_reproduces_the_policy_training_config():
         assert now == was, folder.name
 
 
+#: sha256 of the init weights recorded before issue 46 -> of the same policy's weights
+#: since 2026-11-29, when gnn-v3-train and gnn-v4-train were re-packed with their
+#: float32 weights rounded to 24 bits (the wheel under 10 MB; `ck.pack_policy(...,
+#: drop_low_bytes=1)`, relative change <= 2^-16): the recipes still name those folders,
+#: whose weights are no longer the full-precision ones recorded then.
+ROUNDED_SINCE = {
+    # jaxplace/policies/gnn-v3-train
+    "90a095be27e111b6b4cce9ef3c9c597f71ca4209d7faf0a4a671d2ff5614ba91":
+        "49e2f82bab983b5a1d8ed07ca2d1ce48d2194a4cf0f98a335c3e81789af408d8",
+    # jaxplace/policies/gnn-v4-train
+    "f7a873a2a0ec6b0457d8b467dc17bfe7c44da08726cb5b209a578b2ef9a0a119":
+        "e7d92de0c1938d14496d82365e707285adf0338c3ece1820595ce8e79b3656a3",
+}
+
+
 def test_every_recipe_resolves_as_before_the_base_and_overrides():
     # tests/data/recipes_before_issue46.json: each recipe's TrainConfig resolved from
     # the full-copy recipe files before they became a base plus overrides (and some
@@ -831,7 +846,8 @@ def test_every_recipe_resolves_as_before_the_base_and_overrides():
             assert now["init"] is None, path
         else:
             weights = ck.weights_bytes(ROOT / now["init"])
-            assert hashlib.sha256(weights).hexdigest() == entry["init_params_sha256"], path
+            sha = entry["init_params_sha256"]
+            assert hashlib.sha256(weights).hexdigest() == ROUNDED_SINCE.get(sha, sha), path
             was["init"] = now["init"]
         assert now == was, path
 
