@@ -9,6 +9,19 @@ The names below are the user API; everything else lives in the subpackages
 (`jp.decoder`, `jp.search`, `jp.bounds`, `jp.reference`, `jp.generators`,
 `jp.importers`, `jp.formats`, `jp.policy`). Heavy dependencies (JAX, evosax, HiGHS,
 flax) load on first use, so `import jaxplace` is fast.
+
+Subpackages imported by name, not reached as `jp.<name>`: `exact` (the DP over ideals,
+BB&R), `multilevel` (search for graphs of thousands of ops), `pipeline` (runnable
+pipelines, training schedules), `export` (stage plans in the frameworks' own forms),
+`torch` (PyTorch models planned and run), `calibrate` (measured device profiles),
+`bench` (`jaxplace bench`), `cli` (the `jaxplace` command). Top-level modules: `graph`,
+`problem`, `partition` (`CompGraph`, `Problem`, `Partition`), `errors`
+(`JaxplaceError`), `registry` (things chosen by name), `units` (placement units),
+`orders` (zero-shot topological orders), `analysis` (graph statistics for `jaxplace
+info`), `testing` (`check_objective`, the conformance check), `highs` (every MIP and
+LP), `jsonio` (JSON read, atomic write), `cmdline` (what every command line shares),
+`progress` (progress bars), `compile_cache` (XLA's persistent cache), `code_maps` (a
+long process kept under the memory-mapping limit).
 """
 
 from __future__ import annotations
