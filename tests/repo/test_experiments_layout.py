@@ -17,13 +17,6 @@ PKG = ROOT / "jaxplace"
 PERIOD = re.compile(r"_s\d\d(?:[_./]|$)|session", re.IGNORECASE)
 LINK = re.compile(r"\]\(([^)#\s]+)")
 
-#: lab scripts that reach past a public face today (their figures' owners move them to
-#: a face or the face grows the name); only ever remove.
-ALLOWED_NON_FACE = frozenset({
-    "device_refine_ab.py",  # an A/B of device refinement vs the MIP polish: their internals
-    "false_proofs.py",  # turns the false-proof guards off in bounds.exact/certificate
-})
-
 
 def _lab_files() -> list[str]:
     return sorted(str(p.relative_to(LAB)) for p in LAB.rglob("*")
@@ -100,14 +93,9 @@ def _non_face_scripts() -> dict[str, list[str]]:
 
 
 def test_lab_scripts_import_only_public_faces():
-    new = {f: hits for f, hits in _non_face_scripts().items() if f not in ALLOWED_NON_FACE}
+    new = _non_face_scripts()
     assert not new, "lab scripts import internals (use a public face):\n" + "\n".join(
         f"experiments/{f}:{hit}" for f, hits in new.items() for hit in hits)
-
-
-def test_allowed_non_face_scripts_still_need_it():
-    gone = sorted(ALLOWED_NON_FACE - set(_non_face_scripts()))
-    assert not gone, f"these scripts use faces now (or are gone): remove from ALLOWED_NON_FACE: {gone}"
 
 
 def test_the_checks_see_violations():
