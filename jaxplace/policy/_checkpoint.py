@@ -9,7 +9,9 @@ wheel's size is mostly these files; LZMA takes 14.7% off but unpacks 20x slower,
 a policy). A policy fine-tuned from another shipped one may be packed against it
 (`pack_policy(d, base="gnn-v3")`: each array's planes XOR the base's, which shares the
 sign and exponent bytes, so 12% fewer bytes; the base is the sibling directory named
-in the file, itself packed or not). Unpacking gives back the msgpack file byte for byte.
+in the file, itself packed or not, whose weights' sha256 the file records and checks:
+a changed base is an error, not other weights). Unpacking gives back the msgpack file
+byte for byte.
 
 Packing may also drop the low byte planes of float32 arrays (`pack_policy(d,
 drop_low_bytes=1)`): the lowest byte of a float32 weight is close to uniformly random
@@ -37,6 +39,7 @@ leaves a truncated checkpoint behind.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -252,7 +255,15 @@ def pack_weights(flat: dict, base: dict | None = None, base_name: str | None = N
     doc = {"format": PACKED_FORMAT, "arrays": arrays}
     if base is not None:
         doc["base"] = base_name
+        doc["base_sha256"] = _weights_digest(base)
     return zlib.compress(serialization.msgpack_serialize(doc), 9)
+
+
+def _weights_digest(flat: dict) -> str:
+    """sha256 of `flat` as msgpack bytes: what a file packed against a base checks the
+    base against, since XOR planes read against another base decode to other weights
+    without any error."""
+    return hashlib.sha256(serialization.msgpack_serialize(flat)).hexdigest()
 
 
 def _unpack_array(entry, base: dict | None) -> tuple[str, np.ndarray]:
@@ -288,6 +299,10 @@ def unpack_weights(path: Path, data: bytes) -> dict:
         if not base_dir.is_dir() or base_dir == Path(path).parent:
             raise _fail(path, f"its base policy {doc['base']!r} is not beside it")
         base = read_weights(base_dir)
+        expected = doc.get("base_sha256")  # files packed before the digest have none
+        if expected is not None and _weights_digest(base) != expected:
+            raise _fail(path, f"its base policy {doc['base']!r} is not the one it was "
+                              "packed against (sha256 differs): re-pack it from full weights")
     try:
         return dict(_unpack_array(entry, base) for entry in doc["arrays"])
     except Exception as e:  # reshape and the base's lookup raise unrelated types

@@ -137,9 +137,30 @@ def test_files_without_the_drop_field_read_exactly_as_before(tmp_path):
     for data in (_old_format(flat, None, False), _old_format(flat, None, True),
                  _old_format(flat, base, True)):
         assert _same_bytes(ck.unpack_weights(path, data), flat)
-    # without dropping, packing writes the files it wrote before, byte for byte
+    # without dropping, packing writes the files it wrote before, byte for byte; against
+    # a base it adds the base's digest and nothing else
     assert ck.pack_weights(flat) == _old_format(flat, None, True)
-    assert ck.pack_weights(flat, base, "base") == _old_format(flat, base, True)
+    doc = serialization.msgpack_restore(zlib.decompress(ck.pack_weights(flat, base, "base")))
+    old = serialization.msgpack_restore(zlib.decompress(_old_format(flat, base, True)))
+    assert doc.pop("base_sha256") == ck._weights_digest(base)
+    assert serialization.msgpack_serialize(doc) == serialization.msgpack_serialize(old)
+
+
+def test_a_changed_base_is_a_one_line_error_not_other_weights(tmp_path):
+    # XOR planes read against another base decode to other weights with no error of
+    # their own: the file's digest of its base is what catches it
+    flat, base = _flat(0), _flat(1)
+    for name, w in (("base", base), ("child", flat)):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / ck.WEIGHTS_NAME).write_bytes(serialization.msgpack_serialize(w))
+    ck.pack_policy(tmp_path / "child", base="base")
+    assert _same_bytes(ck.read_weights(tmp_path / "child"), flat)
+    ck.pack_policy(tmp_path / "base", drop_low_bytes=1)  # the base's weights change
+    with pytest.raises(JaxplaceError) as e:
+        ck.read_weights(tmp_path / "child")
+    message = str(e.value)
+    assert "\n" not in message and str(tmp_path / "child" / ck.PACKED_NAME) in message
+    assert "'base'" in message and "sha256" in message
 
 
 def _entry_changed(flat: dict, **change) -> bytes:
@@ -180,3 +201,6 @@ def test_the_shipped_policies_drop_a_plane_on_the_train_policies_only():
         doc = serialization.msgpack_restore(zlib.decompress(data))
         drops = {e[5] if len(e) == 6 else 0 for e in doc["arrays"]}
         assert drops == ({1} if name.endswith("-train") else {0}), name
+        if doc.get("base") is not None:  # and a base is checked, not trusted
+            base = ck.read_weights(default_policy_path(doc["base"]))
+            assert doc["base_sha256"] == ck._weights_digest(base), name
