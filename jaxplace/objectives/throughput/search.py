@@ -18,7 +18,7 @@ runs when no exact method fits): BRKGA, then a batched local search on the order
    improvement, then restarts (RESTARTS times) from the next best distinct start.
 3. MIP polish (`jaxplace.objectives.throughput.polish`): for k <= 4 identical
    accelerators and n <= 400, the exact MIP on HiGHS warm-started from the best partition, for
-   POLISH_MIP_NODES branch-and-bound nodes (a count: the same answer at any machine
+   `polish_nodes(k)` branch-and-bound nodes (a count: the same answer at any machine
    load; under a time limit also at most 10 s and the time left, and a polish cut
    short by it marks the result `interrupted`, info "stopped": "time limit"); its
    incumbent, when better, becomes the answer. Option `polish` (bool) forces it on
@@ -47,10 +47,10 @@ import numpy as np
 from jaxplace.objectives.throughput.cost import evaluate_partition
 from jaxplace.objectives.throughput.polish import (
     POLISH_MAX_TIME,
-    POLISH_MIP_NODES,
     mip_polish,
     partition_priorities,
     polish_applies,
+    polish_nodes,
     polish_skipped,
     polish_time,
 )
@@ -178,8 +178,10 @@ def _polish(req: SearchRequest, best_x, best_f: float, info: dict):
     if polish_skipped(t):
         return best_x, best_f
     part = decode_reference(problem, np.asarray(best_x, np.float32))
-    info["polish"] = {"time_limit": t, "max_nodes": POLISH_MIP_NODES}
-    out = mip_polish(problem, part.assignment, time_limit=t, report=info["polish"])
+    nodes = polish_nodes(problem.k)
+    info["polish"] = {"time_limit": t, "max_nodes": nodes}
+    out = mip_polish(problem, part.assignment, time_limit=t, max_nodes=nodes,
+                     report=info["polish"])
     if out is None:
         return best_x, best_f
     x = partition_priorities(problem, out[0])

@@ -54,7 +54,6 @@ import numpy as np
 from jaxplace.decoder.batching import usable_cores
 from jaxplace.errors import JaxplaceError
 from jaxplace.objectives.throughput.cost import simple_lower_bound
-from jaxplace.objectives.throughput.polish import POLISH_MIP_NODES
 from jaxplace.objectives.throughput.reference import decode_reference
 from jaxplace.objectives.throughput.search import (  # the default search's settings
     BRKGA_SHARE,
@@ -82,7 +81,8 @@ class ManySettings:
     budget: evaluations per problem (None: the default search's `default_budget`);
     time_limit: seconds per bucket (None: none); polish: None (the default search's
     rule: k <= 4), True or False; polish_nodes: its branch-and-bound nodes (a
-    deterministic limit); polish_max_time: its HiGHS seconds at most (None: none
+    deterministic limit; None: the default's `polish_nodes(k)`); polish_max_time: its
+    HiGHS seconds at most (None: none
     without a time limit, MANY_POLISH_MAX_TIME under one; a number is a wall-clock limit
     the user gave, so results may then depend on the load); group:
     problems of a bucket advanced together by one program call (None:
@@ -102,7 +102,7 @@ class ManySettings:
     chunk: int = CHUNK_STEPS
     group: int | None = None
     polish_max_time: float | None = None
-    polish_nodes: int = POLISH_MIP_NODES
+    polish_nodes: int | None = None
     options: tuple = ()
     mode: str = "default"
     islands: object = None  # mode "islands": its IslandSettings (None: the platform's)
@@ -203,7 +203,8 @@ def search_many(problems: Sequence[Problem], method: str | None = None, *,
         options: `population`, `brkga_share`, `brkga_patience`, `patience`, `chunk`,
             `group` (problems per program call; default: 1 on CPUs, the whole bucket
             on accelerators), `polish_nodes` (branch-and-bound nodes of the MIP polish;
-            default POLISH_MIP_NODES), `polish_max_time` (seconds, a wall-clock limit;
+            default the default search's, `polish.polish_nodes(k)`), `polish_max_time`
+            (seconds, a wall-clock limit;
             default: none without a time limit, MANY_POLISH_MAX_TIME under one). Mode
             "islands": `islands`, `population` (per island), `migrate_every`,
             `migrants`, `elite_fraction`, `mutant_fraction`, `rho`, `impl`, `group`

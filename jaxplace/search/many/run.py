@@ -245,7 +245,8 @@ def polish_result(problem, lower_bound: float, part, x, evals: int, info: dict,
                   settings, elapsed: float):
     """(partition, priorities, evaluations) after the default search's MIP polish at
     k <= 4 (`settings.polish`: None for that rule, False off, True on):
-    `settings.polish_nodes` branch-and-bound nodes (a count, so the answer does not
+    `settings.polish_nodes` branch-and-bound nodes (None: `polish_nodes(k)`; a count,
+    so the answer does not
     depend on the load); wall-clock seconds only when the user gave them (the time
     limit left after `elapsed` seconds, capped by `polish_max_time`, default
     MANY_POLISH_MAX_TIME, or `polish_max_time` alone). Writes `info["polish"]`."""
@@ -253,6 +254,7 @@ def polish_result(problem, lower_bound: float, part, x, evals: int, info: dict,
         mip_polish,
         partition_priorities,
         polish_applies,
+        polish_nodes,
         polish_skipped,
         polish_time,
     )
@@ -266,9 +268,10 @@ def polish_result(problem, lower_bound: float, part, x, evals: int, info: dict,
     t = polish_time(left, MANY_POLISH_MAX_TIME if cap is None and left is not None else cap)
     if polish_skipped(t):
         return part, x, evals
-    info["polish"] = {"time_limit": t, "max_nodes": settings.polish_nodes}
-    out = mip_polish(problem, part.assignment, time_limit=t,
-                     max_nodes=settings.polish_nodes, report=info["polish"])
+    nodes = polish_nodes(problem.k) if settings.polish_nodes is None else settings.polish_nodes
+    info["polish"] = {"time_limit": t, "max_nodes": nodes}
+    out = mip_polish(problem, part.assignment, time_limit=t, max_nodes=nodes,
+                     report=info["polish"])
     if out is None:
         return part, x, evals
     y = partition_priorities(problem, out[0])

@@ -69,3 +69,26 @@ def test_default_search_polishes_at_small_k():
     off = jp.search(p, seed=0, progress=False, polish=False)
     assert "polish" not in off.info
     assert r.cost == pytest.approx(evaluate_partition(p, r.partition.assignment).bottleneck)
+
+
+def test_the_polish_branches_more_at_two_stages():
+    # at k = 2 the MIP (one binary per op) gets polish_nodes(2) branch-and-bound nodes,
+    # elsewhere the root node; search_many's `polish_nodes` still overrides it. A node
+    # limit continues the 1-node run (same root, one HiGHS thread, fixed seed), so its
+    # incumbent is never worse.
+    from jaxplace.generators import regal
+    from jaxplace.objectives.throughput.polish import POLISH_MIP_NODES, polish_nodes
+
+    assert polish_nodes(2) > POLISH_MIP_NODES
+    assert polish_nodes(3) == polish_nodes(4) == POLISH_MIP_NODES
+    p = jp.Problem(regal(5, n=60), 2)
+    one = jp.search(p, seed=0, progress=False)
+    assert one.info["polish"]["max_nodes"] == polish_nodes(2)
+    many = jp.search_many([p], seed=0)[0]
+    assert many.info["polish"]["max_nodes"] == polish_nodes(2)
+    assert many.cost == one.cost
+    root = jp.search_many([p], seed=0, polish_nodes=POLISH_MIP_NODES)[0]
+    assert root.info["polish"]["max_nodes"] == POLISH_MIP_NODES
+    assert many.cost <= root.cost * (1 + 1e-9)
+    k3 = jp.search(jp.Problem(p.graph, 3), seed=0, progress=False)
+    assert k3.info["polish"]["max_nodes"] == POLISH_MIP_NODES
