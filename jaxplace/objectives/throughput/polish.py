@@ -16,8 +16,8 @@ Smaller MIPs did not pay: on the search's partitions most nodes touch a cut, so 
 limiting how far a node moves (`reach`) lost most of the gain; both stay as options.
 
 Determinism: the polish is bounded by a node count (`polish_nodes(k)`: POLISH_MIP_NODES,
-more at k = 2; HiGHS option `mip_max_nodes`) on one HiGHS thread with a fixed random seed, so the same partition
-gives the same answer at any machine load. A wall-clock limit applies only when the
+more at k = 2; HiGHS option `mip_max_nodes`) on one HiGHS thread with a fixed random
+seed, so the same partition gives the same answer at any machine load. A wall-clock limit applies only when the
 caller has one (the user's `time_limit`); a polish it cut short says so
 (`info["stopped"] == "time limit"`).
 """
@@ -45,10 +45,9 @@ POLISH_MIP_NODES = 1
 #: ... except at these k. At k = 2 the MIP has one binary per op and its branch and
 #: bound is cheap: on 15 REGAL-like graphs (seeds 100-102, n 60-198) the default's
 #: k = 2 answers were 1.9% above the certified lower bound (13 optimal, proved by
-#: HiGHS in 2-23 s);
-#: 100 / 300 / 1,000 nodes from the default's partition took 0.73% / 1.10% / 1.18% off
-#: in 1.2 / 1.7 / 1.9 s a graph (0.65 s at 1 node). At k = 3, 100 nodes took 0.63% off
-#: in 5.3 s a graph: not taken.
+#: HiGHS in 2-23 s); 100 / 300 / 1,000 nodes from the default's partition took 0.73% /
+#: 1.10% / 1.18% off in 1.2 / 1.7 / 1.9 s a graph (0.65 s at 1 node). At k = 3, 100
+#: nodes took 0.63% off in 5.3 s a graph: not taken.
 POLISH_MIP_NODES_AT_K = {2: 300}
 #: The polish's MIP: "full" (every node free) or "band" (rounds over the nodes near
 #: the cuts; see `band_nodes`).

@@ -82,9 +82,9 @@ class ManySettings:
     time_limit: seconds per bucket (None: none); polish: None (the default search's
     rule: k <= 4), True or False; polish_nodes: its branch-and-bound nodes (a
     deterministic limit; None: the default's `polish_nodes(k)`); polish_max_time: its
-    HiGHS seconds at most (None: none
-    without a time limit, MANY_POLISH_MAX_TIME under one; a number is a wall-clock limit
-    the user gave, so results may then depend on the load); group:
+    HiGHS seconds at most (None: none without a time limit, MANY_POLISH_MAX_TIME under
+    one; a number is a wall-clock limit the user gave, so results may then depend on
+    the load); group:
     problems of a bucket advanced together by one program call (None:
     `default_group`; mode "islands": as many as fit the device's memory); mode:
     "default" (BRKGA then a local search per problem) or "islands" (`islands_mode`:
@@ -204,8 +204,8 @@ def search_many(problems: Sequence[Problem], method: str | None = None, *,
             `group` (problems per program call; default: 1 on CPUs, the whole bucket
             on accelerators), `polish_nodes` (branch-and-bound nodes of the MIP polish;
             default the default search's, `polish.polish_nodes(k)`), `polish_max_time`
-            (seconds, a wall-clock limit;
-            default: none without a time limit, MANY_POLISH_MAX_TIME under one). Mode
+            (seconds, a wall-clock limit; default: none without a time limit,
+            MANY_POLISH_MAX_TIME under one). Mode
             "islands": `islands`, `population` (per island), `migrate_every`,
             `migrants`, `elite_fraction`, `mutant_fraction`, `rho`, `impl`, `group`
             (defaults: `islands_mode.CPU_ISLANDS` on CPUs, else ACCELERATOR_ISLANDS),

@@ -246,8 +246,7 @@ def polish_result(problem, lower_bound: float, part, x, evals: int, info: dict,
     """(partition, priorities, evaluations) after the default search's MIP polish at
     k <= 4 (`settings.polish`: None for that rule, False off, True on):
     `settings.polish_nodes` branch-and-bound nodes (None: `polish_nodes(k)`; a count,
-    so the answer does not
-    depend on the load); wall-clock seconds only when the user gave them (the time
+    so the answer does not depend on the load); wall-clock seconds only when the user gave them (the time
     limit left after `elapsed` seconds, capped by `polish_max_time`, default
     MANY_POLISH_MAX_TIME, or `polish_max_time` alone). Writes `info["polish"]`."""
     from jaxplace.objectives.throughput.polish import (
